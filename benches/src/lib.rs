@@ -1,0 +1,1 @@
+//! Shared set-up for the criterion benchmarks.

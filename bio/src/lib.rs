@@ -1,0 +1,3 @@
+//! bio (under construction).
+#![cfg_attr(not(kbuild), no_std)]
+#![forbid(unsafe_code)]

@@ -1,0 +1,1 @@
+//! Reference models used by the property tests (written independently of the crates under test).
