@@ -1,0 +1,125 @@
+# shellcheck shell=bash
+# Shared helpers for the rnvme kernel/QEMU pipeline. Source it; do not run it.
+#
+#   source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+#
+# Provides: logging with per-stage timings, cache layout, toolchain pins and
+# the kernel cache key.
+
+# ---- pins -------------------------------------------------------------------
+RNVME_RUST_TOOLCHAIN="${RNVME_RUST_TOOLCHAIN:-1.85.0}"
+RNVME_BINDGEN_VERSION="${RNVME_BINDGEN_VERSION:-0.69.5}"
+RNVME_KERNEL_PKG="${RNVME_KERNEL_PKG:-linux-source-6.12}"
+# Bump when the build recipe changes in a way that must invalidate cached kernels.
+RNVME_RECIPE_VERSION=3
+
+# ---- paths ------------------------------------------------------------------
+RNVME_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+RNVME_CACHE="${RNVME_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rnvme}"
+RNVME_CONFIG_DIR="$RNVME_REPO/kernel-glue/config"
+export PATH="$HOME/.cargo/bin:$PATH"
+
+# ---- logging ----------------------------------------------------------------
+_rnvme_t0=$(date +%s.%N)
+_rnvme_stage=""
+_rnvme_stage_t0=""
+# Stage timings are appended here as "<script> <stage> <seconds>" lines.
+RNVME_TIMINGS_FILE="${RNVME_TIMINGS_FILE:-$RNVME_CACHE/timings.log}"
+
+log()  { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+warn() { printf '[%s] WARNING: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die()  { printf '[%s] ERROR: %s\n' "$(date +%H:%M:%S)" "$*" >&2; exit 1; }
+
+_elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# stage <name>: ends the previous stage (printing its duration) and starts a new one.
+stage() {
+    stage_end
+    _rnvme_stage="$1"
+    _rnvme_stage_t0=$(date +%s.%N)
+    log "==> stage: $_rnvme_stage"
+}
+
+stage_end() {
+    if [[ -n "$_rnvme_stage" ]]; then
+        local dt
+        dt=$(_elapsed "$_rnvme_stage_t0")
+        log "<== stage: $_rnvme_stage done in ${dt}s"
+        mkdir -p "$(dirname "$RNVME_TIMINGS_FILE")"
+        printf '%s %s %s %s\n' "$(date -u +%FT%TZ)" "$(basename "$0")" "${_rnvme_stage// /_}" "$dt" \
+            >> "$RNVME_TIMINGS_FILE" 2>/dev/null || true
+        _rnvme_stage=""
+    fi
+}
+
+# finish: close the last stage and print total time. Call at the end of a script.
+finish() {
+    stage_end
+    log "total: $(_elapsed "$_rnvme_t0")s ($(basename "$0"))"
+}
+
+need_cmd() {
+    local c
+    for c in "$@"; do
+        command -v "$c" >/dev/null 2>&1 || die "missing command '$c' (run scripts/setup.sh)"
+    done
+}
+
+# ---- toolchain --------------------------------------------------------------
+rust_rustc() { rustup which --toolchain "$RNVME_RUST_TOOLCHAIN" rustc; }
+
+# Make variables every kernel (and out-of-tree module) build must use.
+kernel_make_vars() {
+    local rustc
+    rustc=$(rust_rustc)
+    printf '%s\n' LLVM=1 ARCH=x86_64 "RUSTC=$rustc" "HOSTRUSTC=$rustc" "BINDGEN=$(command -v bindgen)" \
+        "RUSTFMT=$(dirname "$rustc")/rustfmt"
+}
+
+toolchain_fingerprint() {
+    {
+        "$(rust_rustc)" --version
+        bindgen --version
+        clang --version | head -n1
+        ld.lld --version | head -n1
+    } 2>/dev/null
+}
+
+# ---- kernel source / cache key ----------------------------------------------
+# Version of the linux-source package we would download (candidate version).
+kernel_pkg_version() {
+    local v
+    v=$(apt-cache policy "$RNVME_KERNEL_PKG" 2>/dev/null | awk '/Candidate:/ { print $2 }')
+    if [[ -z "$v" || "$v" == "(none)" ]]; then
+        # Fall back to whatever is already downloaded into the cache.
+        local deb
+        deb=$(ls -1 "$RNVME_CACHE"/downloads/"${RNVME_KERNEL_PKG}"_*_all.deb 2>/dev/null | sort -V | tail -n1 || true)
+        [[ -n "$deb" ]] || die "cannot determine $RNVME_KERNEL_PKG version (apt-get update?)"
+        v=$(dpkg-deb -f "$deb" Version)
+    fi
+    printf '%s\n' "$v"
+}
+
+# Fragment files for a variant, in merge order.
+kernel_fragments() {
+    case "$1" in
+        normal) printf '%s\n' "$RNVME_CONFIG_DIR/rnvme.config" ;;
+        debug)  printf '%s\n' "$RNVME_CONFIG_DIR/rnvme.config" "$RNVME_CONFIG_DIR/debug.config" ;;
+        *) die "unknown kernel variant '$1' (normal|debug)" ;;
+    esac
+}
+
+# Cache key = variant + package version + fragment contents + toolchain + recipe.
+kernel_key() {
+    local variant="$1" pkgver h
+    pkgver=$(kernel_pkg_version)
+    h=$({
+        echo "recipe $RNVME_RECIPE_VERSION"
+        echo "pkg $pkgver"
+        kernel_fragments "$variant" | xargs cat
+        toolchain_fingerprint
+    } | sha256sum | cut -c1-16)
+    printf '%s-%s-%s\n' "$variant" "${pkgver//[^A-Za-z0-9.]/_}" "$h"
+}
+
+kernel_dir() { printf '%s/kernel/%s\n' "$RNVME_CACHE" "$(kernel_key "$1")"; }

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Runs every test of the project: formatting and lints, the no_std builds, the cargo test suite
+# (unit, property, doc tests and the fuzz-corpus replay), bounded cargo-fuzz runs, and the QEMU
+# tests (kernel self-test, differential test against the kernel's iov_iter, NVMe smoke checks).
+#
+# Usage: scripts/test-all.sh            (everything; installs what is missing first)
+#        RNVME_SKIP_QEMU=1 scripts/test-all.sh   (host-only stages; for quick local runs)
+#        RNVME_FUZZ_SECONDS=N           (seconds per fuzz target, default 30)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+passed=0
+failed=0
+failures=()
+stage() {
+    local name=$1
+    shift
+    local t0=$SECONDS
+    echo "==> [test-all] $name"
+    if "$@"; then
+        passed=$((passed + 1))
+        echo "==> [test-all] $name: ok ($((SECONDS - t0)) s)"
+    else
+        failed=$((failed + 1))
+        failures+=("$name")
+        echo "==> [test-all] $name: FAILED ($((SECONDS - t0)) s)"
+    fi
+}
+
+# Set-up is not a test: if it fails nothing else can run.
+scripts/setup.sh
+# shellcheck source=/dev/null
+[ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+
+stage "cargo fmt --check" cargo fmt --all -- --check
+stage "cargo clippy -D warnings" cargo clippy --workspace --all-targets -- -D warnings
+stage "no_std build (x86_64-unknown-none)" \
+    cargo build -p bvec -p iov -p bio --target x86_64-unknown-none
+stage "cargo test (unit, property, doc, fuzz corpus replay)" cargo test --workspace
+stage "cargo doc -D warnings" env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
+stage "bounded fuzz runs" scripts/fuzz.sh "${RNVME_FUZZ_SECONDS:-30}"
+if [ "${RNVME_SKIP_QEMU:-0}" != 1 ]; then
+    stage "QEMU tests (normal and debug kernels)" scripts/test-qemu.sh
+fi
+
+echo
+if [ "$failed" -ne 0 ]; then
+    printf 'failed stage: %s\n' "${failures[@]}"
+fi
+echo "test-all: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Build the guest initramfs (uncompressed newc cpio).
+#
+#   tests/qemu/mkinitramfs.sh [options]
+#     -k, --kernel VARIANT     kernel variant whose modules to include (normal|debug; default normal)
+#     -o, --output FILE        output (default $RNVME_CACHE/initramfs/<variant>.cpio)
+#     -a, --add SRC[:DEST]     add a file or directory (DEST defaults to /extra/<basename>);
+#                              repeatable. e.g. --add rnvme/rnvme.ko:/lib/modules/extra/rnvme.ko
+#     -t, --test FILE          add a guest test script as /tests/<basename> (repeatable);
+#                              name it NN-name.sh, tests run in lexical order
+#         --no-default-tests   do not include tests/qemu/guest/tests/*.sh
+# Contents: busybox-static, fio (+ every library from ldd + the loader), the
+# kernel's staged modules (nvme, nvme-core, null_blk, rnull_mod, ...), /init,
+# /lib/rnvme/lib.sh (guest helpers) and /tests/*.sh.
+# Prints the output path on stdout.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$here/../../scripts/lib.sh"
+
+variant=normal
+out=""
+adds=()
+tests=()
+default_tests=1
+while (($#)); do
+    case "$1" in
+        -k|--kernel) variant="$2"; shift 2 ;;
+        -o|--output) out="$2"; shift 2 ;;
+        -a|--add) adds+=("$2"); shift 2 ;;
+        -t|--test) tests+=("$2"); shift 2 ;;
+        --no-default-tests) default_tests=0; shift ;;
+        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        *) die "unknown argument '$1'" ;;
+    esac
+done
+need_cmd busybox fio cpio ldd
+out="${out:-$RNVME_CACHE/initramfs/$variant.cpio}"
+mkdir -p "$(dirname "$out")"
+
+stage "initramfs ($variant)"
+modroot=$("$RNVME_REPO/scripts/kernel-path.sh" "$variant" modules)
+root=$(mktemp -d "${TMPDIR:-/tmp}/rnvme-initramfs.XXXXXX")
+trap 'rm -rf "$root"' EXIT
+
+mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,lib,lib64,lib/rnvme,proc,sys,dev,tmp,run,root,etc,tests,extra,mnt}
+
+# busybox: one static binary + a symlink per applet.
+cp "$(command -v busybox)" "$root/bin/busybox"
+for applet in $(busybox --list); do
+    [[ "$applet" == busybox ]] && continue
+    [[ -e "$root/bin/$applet" ]] || ln -s busybox "$root/bin/$applet"
+done
+
+# copy_with_libs BIN DEST: binary plus its shared libraries (same paths as on the host).
+copy_with_libs() {
+    local bin="$1" dest="$2" lib
+    install -D -m 755 "$bin" "$root$dest"
+    while read -r lib; do
+        [[ -n "$lib" && -e "$lib" ]] || continue
+        [[ -e "$root$lib" ]] || install -D -m 755 "$(readlink -f "$lib")" "$root$lib"
+    done < <(ldd "$bin" | awk '/=> \// { print $3 } /^\s*\/[^ ]+ \(/ { print $1 }')
+}
+copy_with_libs "$(command -v fio)" /usr/bin/fio
+
+# Kernel modules (whole staged tree; it is small with our config).
+cp -a "$modroot/lib/modules" "$root/lib/"
+
+# init + guest helpers + tests
+install -m 755 "$here/guest/init" "$root/init"
+install -m 644 "$here/guest/lib.sh" "$root/lib/rnvme/lib.sh"
+if ((default_tests)); then
+    for t in "$here"/guest/tests/*.sh; do install -m 755 "$t" "$root/tests/"; done
+fi
+for t in "${tests[@]}"; do
+    [[ -f "$t" ]] || die "test script not found: $t"
+    install -m 755 "$t" "$root/tests/$(basename "$t")"
+done
+for a in "${adds[@]}"; do
+    src="${a%%:*}"
+    if [[ "$a" == *:* ]]; then dest="${a#*:}"; else dest="/extra/$(basename "$src")"; fi
+    [[ -e "$src" ]] || die "--add: not found: $src"
+    mkdir -p "$(dirname "$root$dest")"
+    cp -a "$src" "$root$dest"
+done
+echo "root:x:0:0:root:/root:/bin/sh" > "$root/etc/passwd"
+echo "root:x:0:" > "$root/etc/group"
+
+(cd "$root" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --owner=0:0 --quiet) > "$out.tmp"
+mv "$out.tmp" "$out"
+log "initramfs: $out ($(du -h "$out" | cut -f1)); tests: $(cd "$root/tests" && ls | tr '\n' ' ')"
+finish
+echo "$out"
