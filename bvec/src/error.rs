@@ -47,6 +47,13 @@ pub enum BvecError {
         /// Bytes that can be reverted.
         available: u64,
     },
+    /// A single-segment step went past the end of the current segment.
+    BeyondSegment {
+        /// Bytes requested.
+        requested: u32,
+        /// Bytes left in the current segment.
+        available: u32,
+    },
 }
 
 impl fmt::Display for BvecError {
@@ -79,6 +86,13 @@ impl fmt::Display for BvecError {
             } => write!(
                 f,
                 "cannot move {requested} bytes back: only {available} were consumed"
+            ),
+            Self::BeyondSegment {
+                requested,
+                available,
+            } => write!(
+                f,
+                "cannot step {requested} bytes inside a segment: only {available} are left in it"
             ),
         }
     }
