@@ -1,0 +1,323 @@
+//! Copies between a buffer (or a page) and an iterator, and zeroing.
+//!
+//! C header: [`include/linux/uio.h`](srctree/include/linux/uio.h)
+
+use core::cmp::min;
+
+use bvec::{Page, PAGE_SIZE};
+
+use crate::{CanReceive, CanSupply, Direction, IovIter, Memory, Step};
+
+/// `check_copy_size`: the kernel refuses (WARN, 0) copies above `INT_MAX` bytes.
+const COPY_MAX: usize = i32::MAX as usize;
+
+/// `copy_to_user_iter` / `memcpy_to_iter`: the chunk at `progress` of `src` goes to the iterator.
+struct CopyOut<'m, 's, M> {
+    mem: &'m mut M,
+    src: &'s [u8],
+}
+
+impl<P: Page, M: Memory<P>> Step<P> for CopyOut<'_, '_, M> {
+    #[inline(always)]
+    fn user(&mut self, addr: usize, progress: usize, len: usize) -> usize {
+        match self.src.get(progress..progress + len) {
+            Some(s) => self.mem.copy_to_user(addr, s),
+            None => len,
+        }
+    }
+    #[inline(always)]
+    fn kernel(&mut self, addr: usize, progress: usize, len: usize) -> usize {
+        match self.src.get(progress..progress + len) {
+            Some(s) => self.mem.copy_to_kernel(addr, s),
+            None => len,
+        }
+    }
+    #[inline(always)]
+    fn page(&mut self, page: P, offset: usize, progress: usize, len: usize) -> usize {
+        match self.src.get(progress..progress + len) {
+            Some(s) => self.mem.write(page, offset, s),
+            None => len,
+        }
+    }
+}
+
+/// `copy_from_user_iter` / `memcpy_from_iter`: the iterator's chunk lands at `progress` in `dst`.
+struct CopyIn<'m, 's, M> {
+    mem: &'m mut M,
+    dst: &'s mut [u8],
+}
+
+impl<P: Page, M: Memory<P>> Step<P> for CopyIn<'_, '_, M> {
+    #[inline(always)]
+    fn user(&mut self, addr: usize, progress: usize, len: usize) -> usize {
+        match self.dst.get_mut(progress..progress + len) {
+            Some(d) => self.mem.copy_from_user(addr, d),
+            None => len,
+        }
+    }
+    #[inline(always)]
+    fn kernel(&mut self, addr: usize, progress: usize, len: usize) -> usize {
+        match self.dst.get_mut(progress..progress + len) {
+            Some(d) => self.mem.copy_from_kernel(addr, d),
+            None => len,
+        }
+    }
+    #[inline(always)]
+    fn page(&mut self, page: P, offset: usize, progress: usize, len: usize) -> usize {
+        match self.dst.get_mut(progress..progress + len) {
+            Some(d) => self.mem.read(page, offset, d),
+            None => len,
+        }
+    }
+}
+
+/// `zero_to_user_iter` / `zero_to_iter`.
+struct Zero<'m, M> {
+    mem: &'m mut M,
+}
+
+impl<P: Page, M: Memory<P>> Step<P> for Zero<'_, M> {
+    #[inline(always)]
+    fn user(&mut self, addr: usize, _progress: usize, len: usize) -> usize {
+        self.mem.clear_user(addr, len)
+    }
+    #[inline(always)]
+    fn kernel(&mut self, addr: usize, _progress: usize, len: usize) -> usize {
+        self.mem.clear_kernel(addr, len)
+    }
+    #[inline(always)]
+    fn page(&mut self, page: P, offset: usize, _progress: usize, len: usize) -> usize {
+        self.mem.zero(page, offset, len)
+    }
+}
+
+/// One source page's share of `copy_page_to_iter`: bytes from (`page`, `offset + progress`).
+struct PageOut<'m, M, P> {
+    mem: &'m mut M,
+    page: P,
+    offset: usize,
+}
+
+impl<P: Page, M: Memory<P>> Step<P> for PageOut<'_, M, P> {
+    #[inline]
+    fn user(&mut self, addr: usize, progress: usize, len: usize) -> usize {
+        self.mem
+            .copy_page_to_user(self.page, self.offset + progress, addr, len)
+    }
+    #[inline]
+    fn kernel(&mut self, addr: usize, progress: usize, len: usize) -> usize {
+        self.mem
+            .copy_page_to_kernel(self.page, self.offset + progress, addr, len)
+    }
+    #[inline]
+    fn page(&mut self, page: P, offset: usize, progress: usize, len: usize) -> usize {
+        self.mem
+            .copy_page_to_page(self.page, self.offset + progress, page, offset, len)
+    }
+}
+
+/// One destination page's share of `copy_page_from_iter`: bytes to (`page`, `offset + progress`).
+struct PageIn<'m, M, P> {
+    mem: &'m mut M,
+    page: P,
+    offset: usize,
+}
+
+impl<P: Page, M: Memory<P>> Step<P> for PageIn<'_, M, P> {
+    #[inline]
+    fn user(&mut self, addr: usize, progress: usize, len: usize) -> usize {
+        self.mem
+            .copy_user_to_page(addr, self.page, self.offset + progress, len)
+    }
+    #[inline]
+    fn kernel(&mut self, addr: usize, progress: usize, len: usize) -> usize {
+        self.mem
+            .copy_kernel_to_page(addr, self.page, self.offset + progress, len)
+    }
+    #[inline]
+    fn page(&mut self, page: P, offset: usize, progress: usize, len: usize) -> usize {
+        self.mem
+            .copy_page_to_page(page, offset, self.page, self.offset + progress, len)
+    }
+}
+
+impl<P: Page, D: Direction> IovIter<'_, P, D> {
+    /// Zeroes up to `bytes` bytes of the iterator and advances (`iov_iter_zero`). No direction
+    /// check, as in the kernel; DISCARD only consumes the count. Returns the bytes zeroed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use iov::{IovIter, Source};
+    /// # struct NoMem;
+    /// # impl iov::UserMemory<bvec::Pfn> for NoMem {
+    /// #   fn copy_to_user(&mut self, _: usize, s: &[u8]) -> usize { s.len() }
+    /// #   fn copy_from_user(&mut self, _: usize, d: &mut [u8]) -> usize { d.len() }
+    /// #   fn clear_user(&mut self, _: usize, l: usize) -> usize { l.min(3) }
+    /// #   fn user_pages(&mut self, _: usize, _: iov::GupFlags, _: &mut [bvec::Pfn]) -> usize { 0 }
+    /// # }
+    /// # impl iov::KernelMemory<bvec::Pfn> for NoMem {
+    /// #   fn copy_to_kernel(&mut self, _: usize, s: &[u8]) -> usize { s.len() }
+    /// #   fn copy_from_kernel(&mut self, _: usize, d: &mut [u8]) -> usize { d.len() }
+    /// #   fn clear_kernel(&mut self, _: usize, l: usize) -> usize { l }
+    /// #   fn kernel_page(&self, _: usize) -> Option<bvec::Pfn> { None }
+    /// #   fn get_page(&mut self, _: bvec::Pfn) {}
+    /// # }
+    /// # impl bvec::PageMemory<bvec::Pfn> for NoMem {
+    /// #   fn read(&self, _: bvec::Pfn, _: usize, d: &mut [u8]) -> usize { d.len() }
+    /// #   fn write(&mut self, _: bvec::Pfn, _: usize, s: &[u8]) -> usize { s.len() }
+    /// #   fn zero(&mut self, _: bvec::Pfn, _: usize, l: usize) -> usize { l }
+    /// # }
+    /// # impl iov::Memory<bvec::Pfn> for NoMem {}
+    /// // A user memory whose clear_user leaves 3 bytes of every chunk untouched (a fault).
+    /// let mut it = IovIter::<bvec::Pfn, Source>::ubuf(0x1000, 10);
+    /// assert_eq!(it.zero(&mut NoMem, 100), 7);
+    /// assert_eq!(it.count(), 3);
+    /// ```
+    pub fn zero<M: Memory<P>>(&mut self, mem: &mut M, bytes: usize) -> usize {
+        self.iterate_and_advance(bytes, &mut Zero { mem })
+    }
+
+    fn receive_ok(&self) -> bool {
+        !self.is_source()
+    }
+}
+
+impl<P: Page, D: CanReceive> IovIter<'_, P, D> {
+    /// Copies `src` into the iterator and advances (`copy_to_iter`). Returns the bytes copied:
+    /// `min(src.len(), count)` unless the memory faults (user memory), in which case the copy
+    /// stops at the fault. Returns 0 for a SOURCE iterator (run-time direction) and for
+    /// `src.len() > INT_MAX`, like the kernel's WARN paths.
+    pub fn copy_to_iter<M: Memory<P>>(&mut self, mem: &mut M, src: &[u8]) -> usize {
+        if !self.receive_ok() || src.len() > COPY_MAX {
+            return 0;
+        }
+        self.iterate_and_advance(src.len(), &mut CopyOut { mem, src })
+    }
+
+    /// [`IovIter::copy_to_iter`] that either copies all of `src` or reverts and returns false
+    /// (`copy_to_iter_full`).
+    pub fn copy_to_iter_full<M: Memory<P>>(&mut self, mem: &mut M, src: &[u8]) -> bool {
+        let n = self.copy_to_iter(mem, src);
+        if n == src.len() {
+            return true;
+        }
+        // Cannot fail: the n bytes were consumed just now.
+        let _ = self.revert(n);
+        false
+    }
+
+    /// Copies `bytes` bytes starting `offset` bytes into `page` (which may reach into the
+    /// following pages `page.nth(1)`, ... of a compound page) into the iterator
+    /// (`copy_page_to_iter`). Goes one source page at a time and stops at the first short copy.
+    /// Returns 0 if `offset + bytes` overflows or the iterator is a SOURCE.
+    ///
+    /// The kernel also checks the range against the compound page's size (`page_copy_sane`);
+    /// page handles here do not know it, so the caller must pass a range inside its page.
+    pub fn copy_page_to_iter<M: Memory<P>>(
+        &mut self,
+        mem: &mut M,
+        page: P,
+        offset: usize,
+        bytes: usize,
+    ) -> usize {
+        if offset.checked_add(bytes).is_none() || !self.receive_ok() {
+            return 0;
+        }
+        page_loop(page, offset, bytes, |pg, off, n| {
+            if n > COPY_MAX {
+                return 0;
+            }
+            self.iterate_and_advance(
+                n,
+                &mut PageOut {
+                    mem: &mut *mem,
+                    page: pg,
+                    offset: off,
+                },
+            )
+        })
+    }
+}
+
+impl<P: Page, D: CanSupply> IovIter<'_, P, D> {
+    /// Copies from the iterator into `dst` and advances (`copy_from_iter`). Returns the bytes
+    /// copied (`min(dst.len(), count)` unless user memory faults). Returns 0 for a DEST iterator
+    /// (run-time direction, including DISCARD) and for `dst.len() > INT_MAX`.
+    pub fn copy_from_iter<M: Memory<P>>(&mut self, mem: &mut M, dst: &mut [u8]) -> usize {
+        if self.receive_ok() || dst.len() > COPY_MAX {
+            return 0;
+        }
+        let len = dst.len();
+        self.iterate_and_advance(len, &mut CopyIn { mem, dst })
+    }
+
+    /// [`IovIter::copy_from_iter`] that either fills all of `dst` or reverts and returns false
+    /// (`copy_from_iter_full`).
+    pub fn copy_from_iter_full<M: Memory<P>>(&mut self, mem: &mut M, dst: &mut [u8]) -> bool {
+        let want = dst.len();
+        let n = self.copy_from_iter(mem, dst);
+        if n == want {
+            return true;
+        }
+        // Cannot fail: the n bytes were consumed just now.
+        let _ = self.revert(n);
+        false
+    }
+
+    /// Copies up to `bytes` bytes from the iterator into `page` at `offset` (possibly reaching
+    /// into `page.nth(1)`, ...) (`copy_page_from_iter`). Same rules as
+    /// [`IovIter::copy_page_to_iter`].
+    pub fn copy_page_from_iter<M: Memory<P>>(
+        &mut self,
+        mem: &mut M,
+        page: P,
+        offset: usize,
+        bytes: usize,
+    ) -> usize {
+        if offset.checked_add(bytes).is_none() || self.receive_ok() {
+            return 0;
+        }
+        page_loop(page, offset, bytes, |pg, off, n| {
+            if n > COPY_MAX {
+                return 0;
+            }
+            self.iterate_and_advance(
+                n,
+                &mut PageIn {
+                    mem: &mut *mem,
+                    page: pg,
+                    offset: off,
+                },
+            )
+        })
+    }
+}
+
+/// The loop of `copy_page_to_iter`: one page of the compound range at a time; a partial copy
+/// goes round again at the new offset, a zero copy stops.
+fn page_loop<P: Page>(
+    page: P,
+    offset: usize,
+    mut bytes: usize,
+    mut copy: impl FnMut(P, usize, usize) -> usize,
+) -> usize {
+    let mut page = page.nth(offset >> bvec::PAGE_SHIFT);
+    let mut offset = offset & (PAGE_SIZE - 1);
+    let mut res = 0;
+    loop {
+        let want = min(bytes, PAGE_SIZE - offset);
+        let n = min(copy(page, offset, want), want);
+        res += n;
+        bytes -= n;
+        if bytes == 0 || n == 0 {
+            break;
+        }
+        offset += n;
+        if offset == PAGE_SIZE {
+            page = page.nth(1);
+            offset = 0;
+        }
+    }
+    res
+}

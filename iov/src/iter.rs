@@ -1,0 +1,389 @@
+//! The iterator: `struct iov_iter` with its kinds, position state and constructors.
+//!
+//! C header: [`include/linux/uio.h`](srctree/include/linux/uio.h)
+
+use core::marker::PhantomData;
+
+use bvec::{Bvec, Page, PAGE_SIZE};
+
+use crate::segment::SegLen;
+use crate::{AnyDir, Dest, Direction, FixedDirection, Folio, IovError, Iovec, Kvec};
+
+/// `MAX_RW_COUNT`: `INT_MAX & PAGE_MASK`, the most one read/write (or page extraction) may move.
+pub const MAX_RW_COUNT: usize = (i32::MAX as usize) & !(PAGE_SIZE - 1);
+
+/// The kind of an iterator, numbered like the kernel's `enum iter_type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum IterType {
+    /// `ITER_UBUF`: one user buffer.
+    Ubuf = 0,
+    /// `ITER_IOVEC`: a table of user segments.
+    Iovec = 1,
+    /// `ITER_BVEC`: a table of page segments.
+    Bvec = 2,
+    /// `ITER_KVEC`: a table of kernel segments.
+    Kvec = 3,
+    /// `ITER_FOLIOQ`: a list of folios (this crate's page list).
+    PageList = 4,
+    /// `ITER_DISCARD`: a sink that drops data.
+    Discard = 6,
+}
+
+/// The segment table (or buffer) of an iterator.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Kind<'a, P> {
+    /// `ITER_UBUF`: `base` is never moved; the position is `iov_offset`.
+    Ubuf { base: usize },
+    /// `ITER_IOVEC`.
+    Iovec(&'a [Iovec]),
+    /// `ITER_KVEC`.
+    Kvec(&'a [Kvec]),
+    /// `ITER_BVEC`; `uniform` caches "every entry starts and ends on a page boundary", which
+    /// makes `npages` O(1).
+    Bvec { table: &'a [Bvec<P>], uniform: bool },
+    /// `ITER_FOLIOQ` over a flat folio table.
+    PageList(&'a [Folio<P>]),
+    /// `ITER_DISCARD`.
+    Discard,
+}
+
+/// An iterator over the bytes of a segment table: the kernel's `struct iov_iter`.
+///
+/// `D` is the direction ([`Source`](crate::Source), [`Dest`], [`AnyDir`]). The iterator only
+/// borrows its table; operations that move bytes take the memory as an argument.
+///
+/// Kinds (see [`IterType`]):
+/// - UBUF ([`IovIter::ubuf`]) and IOVEC ([`IovIter::iovec`]): user memory;
+/// - KVEC ([`IovIter::kvec`]): kernel addresses;
+/// - BVEC ([`IovIter::bvec`]): page segments, possibly multipage;
+/// - page list ([`IovIter::page_list`]): models `ITER_FOLIOQ` (and, for fully populated
+///   ranges, `ITER_XARRAY`) as a flat table of [`Folio`]s of `PAGE_SIZE << order` bytes, with a
+///   start offset into the first one. The kernel chains 31-slot `folio_queue` segments; the flat
+///   table has no segment boundary, so the `slot == 31` wrap quirks do not arise;
+/// - DISCARD ([`IovIter::discard`], DEST only): counts bytes and drops them.
+///
+/// The position mirrors the kernel: current segment index, `iov_offset` into it, `count` bytes
+/// left, `nr_segs` segments left including the current one. Results match Linux 6.12 including
+/// where the position lands (an iteration that ends exactly at a segment end moves past it but
+/// not past following empty segments; an advance skips them).
+///
+/// # Invariants
+///
+/// - `consumed <= capacity` and `count <= capacity - consumed`: the segments always hold the
+///   bytes `count` promises (§9.1); `capacity` is what they held at construction.
+/// - The position (`idx`, `iov_offset`) lies `consumed` bytes after the start position, with
+///   `idx <= table.len()`; for UBUF `iov_offset == consumed`.
+/// - `source` agrees with `D` when `D` is [`Source`](crate::Source) or [`Dest`]; DISCARD is
+///   never a source.
+///
+/// Walks never index out of bounds even if a state were inconsistent; they stop at the table end.
+///
+/// # Examples
+///
+/// ```
+/// use bvec::Pfn;
+/// use iov::{IovIter, Iovec, Dest, IterType};
+/// let table = [Iovec::new(0x1000, 0), Iovec::new(0x2000, 10), Iovec::new(0x3000, 5)];
+/// let mut it = IovIter::<Pfn, Dest>::iovec(&table, 15)?;
+/// assert_eq!((it.iter_type(), it.count(), it.nr_segs()), (IterType::Iovec, 15, 3));
+/// it.advance(10);
+/// assert_eq!((it.count(), it.nr_segs(), it.iov_offset()), (5, 1, 0));
+/// it.revert(7)?; // back into the second segment
+/// assert_eq!((it.count(), it.nr_segs(), it.iov_offset()), (12, 2, 3));
+/// assert!(it.revert(11).is_err()); // only 3 bytes were consumed
+/// # Ok::<(), iov::IovError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct IovIter<'a, P, D> {
+    pub(crate) kind: Kind<'a, P>,
+    /// Index of the current segment (0 for UBUF and DISCARD).
+    pub(crate) idx: usize,
+    /// Bytes consumed in the current segment (UBUF: since `base`).
+    pub(crate) iov_offset: usize,
+    /// Bytes left.
+    pub(crate) count: usize,
+    /// Bytes consumed since construction; bounds `revert`.
+    pub(crate) consumed: usize,
+    /// Bytes the segments held from the start position; bounds `reexpand`.
+    pub(crate) capacity: usize,
+    /// `data_source`.
+    pub(crate) source: bool,
+    /// `nofault`: passed to GUP as `FOLL_NOFAULT`.
+    pub(crate) nofault: bool,
+    pub(crate) _dir: PhantomData<D>,
+}
+
+/// Sums the lengths of a table, saturating (a sum that does not fit bounds nothing).
+fn table_bytes<T: SegLen>(table: &[T]) -> usize {
+    table
+        .iter()
+        .fold(0usize, |acc, s| acc.saturating_add(s.seg_len()))
+}
+
+fn check_count(count: usize, available: usize) -> Result<(), IovError> {
+    if count > available {
+        return Err(IovError::CountExceedsSegments { count, available });
+    }
+    Ok(())
+}
+
+impl<'a, P: Page, D: FixedDirection> IovIter<'a, P, D> {
+    fn build(kind: Kind<'a, P>, iov_offset: usize, count: usize, capacity: usize) -> Self {
+        // INVARIANT: callers checked `count <= capacity`; the position is the start (consumed 0).
+        Self {
+            kind,
+            idx: 0,
+            iov_offset,
+            count,
+            consumed: 0,
+            capacity,
+            source: D::FIXED == Some(true),
+            nofault: false,
+            _dir: PhantomData,
+        }
+    }
+
+    /// A single user buffer of `count` bytes at `base` (`iov_iter_ubuf`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use iov::{IovIter, Source};
+    /// let it = IovIter::<bvec::Pfn, Source>::ubuf(0x4000, 0);
+    /// assert_eq!((it.count(), it.nr_segs()), (0, 1));
+    /// ```
+    pub fn ubuf(base: usize, count: usize) -> Self {
+        Self::build(Kind::Ubuf { base }, 0, count, count)
+    }
+
+    /// A table of user segments (`iov_iter_init`); `count` may be less than the table holds.
+    ///
+    /// # Errors
+    ///
+    /// [`IovError::CountExceedsSegments`] when `count` exceeds the sum of the lengths.
+    pub fn iovec(table: &'a [Iovec], count: usize) -> Result<Self, IovError> {
+        let cap = table_bytes(table);
+        check_count(count, cap)?;
+        Ok(Self::build(Kind::Iovec(table), 0, count, cap))
+    }
+
+    /// A table of kernel segments (`iov_iter_kvec`).
+    ///
+    /// # Errors
+    ///
+    /// [`IovError::CountExceedsSegments`] when `count` exceeds the sum of the lengths.
+    pub fn kvec(table: &'a [Kvec], count: usize) -> Result<Self, IovError> {
+        let cap = table_bytes(table);
+        check_count(count, cap)?;
+        Ok(Self::build(Kind::Kvec(table), 0, count, cap))
+    }
+
+    /// A table of page segments (`iov_iter_bvec`). Walks the table once (O(`nr_segs`)) to check
+    /// the count and to note whether every entry is page-aligned at both ends.
+    ///
+    /// # Errors
+    ///
+    /// [`IovError::CountExceedsSegments`] when `count` exceeds the sum of the lengths.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bvec::{Bvec, Pfn};
+    /// use iov::{IovIter, Dest};
+    /// let t = [Bvec::new(Pfn(1), 4000, 200)?];
+    /// let it = IovIter::<Pfn, Dest>::bvec(&t, 200).unwrap();
+    /// assert_eq!(it.npages(usize::MAX), 2);
+    /// assert!(IovIter::<Pfn, Dest>::bvec(&t, 201).is_err());
+    /// # Ok::<(), bvec::BvecError>(())
+    /// ```
+    pub fn bvec(table: &'a [Bvec<P>], count: usize) -> Result<Self, IovError> {
+        let mask = (PAGE_SIZE - 1) as u32;
+        let mut cap = 0usize;
+        let mut uniform = true;
+        for bv in table {
+            cap = cap.saturating_add(bv.len() as usize);
+            uniform &= (bv.offset() | bv.len()) & mask == 0;
+        }
+        check_count(count, cap)?;
+        Ok(Self::build(Kind::Bvec { table, uniform }, 0, count, cap))
+    }
+
+    /// A folio list starting `offset` bytes into the first folio (`iov_iter_folio_queue` with
+    /// `first_slot == 0`).
+    ///
+    /// # Errors
+    ///
+    /// [`IovError::OffsetOutOfRange`] when `offset` exceeds the first folio's size (the kernel's
+    /// iteration and advance disagree on such offsets), [`IovError::CountExceedsSegments`] when
+    /// `offset + count` exceeds the table.
+    pub fn page_list(table: &'a [Folio<P>], offset: usize, count: usize) -> Result<Self, IovError> {
+        let limit = table.first().map_or(0, Folio::size);
+        if offset > limit {
+            return Err(IovError::OffsetOutOfRange { offset, limit });
+        }
+        // No underflow: offset <= first folio size <= table bytes.
+        let cap = table_bytes(table) - offset;
+        check_count(count, cap)?;
+        Ok(Self::build(Kind::PageList(table), offset, count, cap))
+    }
+}
+
+impl<P: Page> IovIter<'_, P, Dest> {
+    /// A sink of `count` bytes that drops what is copied to it (`iov_iter_discard`; READ only).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use iov::{IovIter, Dest};
+    /// let it = IovIter::<bvec::Pfn, Dest>::discard(100);
+    /// assert_eq!((it.count(), it.nr_segs()), (100, 0));
+    /// ```
+    pub fn discard(count: usize) -> Self {
+        Self::build(Kind::Discard, 0, count, count)
+    }
+}
+
+impl<'a, P: Page, D: Direction> IovIter<'a, P, D> {
+    /// Forgets the direction type, keeping it at run time (`AnyDir`).
+    pub fn into_any(self) -> IovIter<'a, P, AnyDir> {
+        IovIter {
+            kind: self.kind,
+            idx: self.idx,
+            iov_offset: self.iov_offset,
+            count: self.count,
+            consumed: self.consumed,
+            capacity: self.capacity,
+            source: self.source,
+            nofault: self.nofault,
+            _dir: PhantomData,
+        }
+    }
+
+    /// The kind of this iterator.
+    pub fn iter_type(&self) -> IterType {
+        match self.kind {
+            Kind::Ubuf { .. } => IterType::Ubuf,
+            Kind::Iovec(_) => IterType::Iovec,
+            Kind::Kvec(_) => IterType::Kvec,
+            Kind::Bvec { .. } => IterType::Bvec,
+            Kind::PageList(_) => IterType::PageList,
+            Kind::Discard => IterType::Discard,
+        }
+    }
+
+    /// Whether the iterator holds the data (`iov_iter_rw() == WRITE`, `ITER_SOURCE`).
+    #[inline]
+    pub fn is_source(&self) -> bool {
+        D::FIXED.unwrap_or(self.source)
+    }
+
+    /// Whether the memory is user memory (`user_backed_iter`: UBUF or IOVEC); extraction then pins.
+    #[inline]
+    pub fn user_backed(&self) -> bool {
+        matches!(self.kind, Kind::Ubuf { .. } | Kind::Iovec(_))
+    }
+
+    /// Sets `nofault` (GUP lookups then pass `FOLL_NOFAULT`).
+    pub fn set_nofault(&mut self, nofault: bool) {
+        self.nofault = nofault;
+    }
+
+    /// Bytes left (`iov_iter_count`).
+    #[inline]
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Bytes consumed in the current segment (UBUF: since the buffer start; page list: offset
+    /// into the current folio).
+    #[inline]
+    pub fn iov_offset(&self) -> usize {
+        self.iov_offset
+    }
+
+    /// Segments left including the current one (`nr_segs`): 1 for UBUF, 0 for DISCARD, folios
+    /// left for a page list (the kernel keeps a slot number there instead).
+    #[inline]
+    pub fn nr_segs(&self) -> usize {
+        match self.kind {
+            Kind::Ubuf { .. } => 1,
+            Kind::Discard => 0,
+            Kind::Iovec(t) => t.len().saturating_sub(self.idx),
+            Kind::Kvec(t) => t.len().saturating_sub(self.idx),
+            Kind::Bvec { table, .. } => table.len().saturating_sub(self.idx),
+            Kind::PageList(t) => t.len().saturating_sub(self.idx),
+        }
+    }
+
+    /// Index of the current segment in the table given at construction (`folioq_slot` for a
+    /// page list).
+    #[inline]
+    pub fn segment_index(&self) -> usize {
+        self.idx
+    }
+
+    /// Bytes consumed since construction: the most [`IovIter::revert`] accepts.
+    #[inline]
+    pub fn consumed(&self) -> usize {
+        self.consumed
+    }
+
+    /// For a BVEC iterator: the remaining table (current segment first) and the offset into its
+    /// first entry, as `bio_iov_bvec_set` needs to share the table with a bio without copying.
+    /// The bytes described are the first [`IovIter::count`] bytes from that offset.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bvec::{Bvec, Pfn};
+    /// use iov::{IovIter, Source};
+    /// let t = [Bvec::new(Pfn(1), 0, 4096)?, Bvec::new(Pfn(9), 0, 4096)?];
+    /// let mut it = IovIter::<Pfn, Source>::bvec(&t, 8192).unwrap();
+    /// it.advance(4100);
+    /// let (rest, off) = it.bvec_table().unwrap();
+    /// assert_eq!((rest.len(), off, it.count()), (1, 4, 4092));
+    /// assert!(IovIter::<Pfn, Source>::ubuf(0, 1).bvec_table().is_none());
+    /// # Ok::<(), bvec::BvecError>(())
+    /// ```
+    pub fn bvec_table(&self) -> Option<(&'a [Bvec<P>], usize)> {
+        match self.kind {
+            Kind::Bvec { table, .. } => {
+                Some((table.get(self.idx..).unwrap_or(&[]), self.iov_offset))
+            }
+            _ => None,
+        }
+    }
+
+    /// For an IOVEC iterator: the remaining table and the offset into its first entry.
+    pub fn iovec_table(&self) -> Option<(&'a [Iovec], usize)> {
+        match self.kind {
+            Kind::Iovec(t) => Some((t.get(self.idx..).unwrap_or(&[]), self.iov_offset)),
+            _ => None,
+        }
+    }
+
+    /// For a KVEC iterator: the remaining table and the offset into its first entry.
+    pub fn kvec_table(&self) -> Option<(&'a [Kvec], usize)> {
+        match self.kind {
+            Kind::Kvec(t) => Some((t.get(self.idx..).unwrap_or(&[]), self.iov_offset)),
+            _ => None,
+        }
+    }
+
+    /// For a page list: the remaining folios and the offset into the first one.
+    pub fn folio_table(&self) -> Option<(&'a [Folio<P>], usize)> {
+        match self.kind {
+            Kind::PageList(t) => Some((t.get(self.idx..).unwrap_or(&[]), self.iov_offset)),
+            _ => None,
+        }
+    }
+
+    /// For a UBUF iterator: the buffer's base address (never moved; see [`IovIter::iov_offset`]).
+    pub fn ubuf_base(&self) -> Option<usize> {
+        match self.kind {
+            Kind::Ubuf { base } => Some(base),
+            _ => None,
+        }
+    }
+}

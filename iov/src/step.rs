@@ -1,0 +1,279 @@
+//! The one iteration engine: `iterate_and_advance` over any step function.
+//!
+//! C header: [`include/linux/iov_iter.h`](srctree/include/linux/iov_iter.h)
+//!
+//! A [`Step`] is called once per chunk with the chunk's location, the bytes already processed in
+//! this call (`progress`) and the chunk length; it returns the bytes it did **not** process. The
+//! engine is generic over the step, so each (kind, step) pair is monomorphised and the per-chunk
+//! path is a handful of adds, compares, one shift and one mask; `dyn Step` works through the same
+//! code (`S: ?Sized`).
+
+use core::cmp::min;
+
+use bvec::{Bvec, Page, PAGE_SHIFT, PAGE_SIZE};
+
+use crate::iter::Kind;
+use crate::{Direction, Folio, IovIter, Iovec, Kvec};
+
+const PAGE_MASK: usize = PAGE_SIZE - 1;
+
+/// A step function: processes one chunk and returns the bytes it did not process.
+///
+/// Chunks never cross a page for page-backed kinds (BVEC, page list); for user and kernel
+/// segments a chunk is the whole (remaining, clipped) segment. `progress` is the number of bytes
+/// processed so far in this engine call, i.e. the offset of the chunk in the caller's buffer.
+///
+/// # Implementer notes
+///
+/// Return a value in `0..=len`; 0 means the whole chunk was processed. Any non-zero value stops
+/// the walk right after the processed prefix, as in the kernel (a fault). Larger values are
+/// clamped to `len`.
+pub trait Step<P> {
+    /// A chunk of user memory (`ustep`): `len` bytes at user address `addr`.
+    fn user(&mut self, addr: usize, progress: usize, len: usize) -> usize;
+    /// A chunk of kernel memory (KVEC): `len` bytes at kernel address `addr`.
+    fn kernel(&mut self, addr: usize, progress: usize, len: usize) -> usize;
+    /// A chunk of one page: `len` bytes at `offset` in `page`, `offset + len <= PAGE_SIZE`.
+    fn page(&mut self, page: P, offset: usize, progress: usize, len: usize) -> usize;
+}
+
+/// Entries of a user or kernel vector: which step method their chunks go to.
+trait AddrSeg: Copy {
+    fn base(&self) -> usize;
+    fn len(&self) -> usize;
+    fn call<P, S: Step<P> + ?Sized>(
+        step: &mut S,
+        addr: usize,
+        progress: usize,
+        len: usize,
+    ) -> usize;
+}
+
+impl AddrSeg for Iovec {
+    #[inline(always)]
+    fn base(&self) -> usize {
+        self.base
+    }
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.len
+    }
+    #[inline(always)]
+    fn call<P, S: Step<P> + ?Sized>(
+        step: &mut S,
+        addr: usize,
+        progress: usize,
+        len: usize,
+    ) -> usize {
+        step.user(addr, progress, len)
+    }
+}
+
+impl AddrSeg for Kvec {
+    #[inline(always)]
+    fn base(&self) -> usize {
+        self.base
+    }
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.len
+    }
+    #[inline(always)]
+    fn call<P, S: Step<P> + ?Sized>(
+        step: &mut S,
+        addr: usize,
+        progress: usize,
+        len: usize,
+    ) -> usize {
+        step.kernel(addr, progress, len)
+    }
+}
+
+/// `iterate_iovec` / `iterate_kvec`: whole segments, empty ones skipped without a step call, any
+/// short step stops inside the segment. Returns the progress; updates `idx`/`off`.
+#[inline(always)]
+fn iterate_addr<V: AddrSeg, P, S: Step<P> + ?Sized>(
+    table: &[V],
+    idx: &mut usize,
+    off: &mut usize,
+    mut len: usize,
+    step: &mut S,
+) -> usize {
+    let mut i = *idx;
+    let mut skip = *off;
+    let mut progress = 0;
+    while let Some(seg) = table.get(i) {
+        let seg_len = seg.len();
+        let part = min(len, seg_len.saturating_sub(skip));
+        if part != 0 {
+            let remain = min(
+                V::call(step, seg.base().wrapping_add(skip), progress, part),
+                part,
+            );
+            let done = part - remain;
+            progress += done;
+            skip += done;
+            len -= done;
+            if skip < seg_len {
+                break;
+            }
+        }
+        i += 1;
+        skip = 0;
+        if len == 0 {
+            break;
+        }
+    }
+    *idx = i;
+    *off = skip;
+    progress
+}
+
+/// `iterate_bvec`: page by page; the pointer moves past a segment as soon as it is finished, and
+/// a short step stops the walk there.
+#[inline(always)]
+fn iterate_bvec<P: Page, S: Step<P> + ?Sized>(
+    table: &[Bvec<P>],
+    idx: &mut usize,
+    off: &mut usize,
+    mut len: usize,
+    step: &mut S,
+) -> usize {
+    let mut i = *idx;
+    let mut skip = *off;
+    let mut progress = 0;
+    while let Some(bv) = table.get(i) {
+        let bv_len = bv.len() as usize;
+        let offset = bv.offset() as usize + skip;
+        let in_page = offset & PAGE_MASK;
+        let part = min(min(len, bv_len.saturating_sub(skip)), PAGE_SIZE - in_page);
+        let remain = min(
+            step.page(bv.page().nth(offset >> PAGE_SHIFT), in_page, progress, part),
+            part,
+        );
+        let done = part - remain;
+        len -= done;
+        progress += done;
+        skip += done;
+        if skip >= bv_len {
+            skip = 0;
+            i += 1;
+        }
+        if remain != 0 || len == 0 {
+            break;
+        }
+    }
+    *idx = i;
+    *off = skip;
+    progress
+}
+
+/// `iterate_folioq` over a flat folio table: page by page inside each folio.
+#[inline(always)]
+fn iterate_folios<P: Page, S: Step<P> + ?Sized>(
+    table: &[Folio<P>],
+    idx: &mut usize,
+    off: &mut usize,
+    mut len: usize,
+    step: &mut S,
+) -> usize {
+    let mut i = *idx;
+    let mut skip = *off;
+    let mut progress = 0;
+    while let Some(folio) = table.get(i) {
+        let fsize = folio.size();
+        let mut remain = 0;
+        if skip < fsize {
+            let in_page = skip & PAGE_MASK;
+            let part = min(len, PAGE_SIZE - in_page);
+            remain = min(
+                step.page(
+                    folio.head().nth(skip >> PAGE_SHIFT),
+                    in_page,
+                    progress,
+                    part,
+                ),
+                part,
+            );
+            let done = part - remain;
+            len -= done;
+            progress += done;
+            skip += done;
+        }
+        if skip >= fsize {
+            skip = 0;
+            i += 1;
+        }
+        if remain != 0 || len == 0 {
+            break;
+        }
+    }
+    *idx = i;
+    *off = skip;
+    progress
+}
+
+impl<P: Page, D: Direction> IovIter<'_, P, D> {
+    /// Walks up to `len` bytes calling `step` on each chunk, then advances by what was processed
+    /// (`iterate_and_advance`). Returns the bytes processed.
+    ///
+    /// `len` is clamped to [`IovIter::count`]; when the result is 0 the iterator is not touched
+    /// (leading empty segments are not skipped). DISCARD never calls the step and consumes
+    /// `min(len, count)`. There is no direction check (that is the caller's business, as in the
+    /// kernel).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bvec::Pfn;
+    /// use iov::{IovIter, Iovec, Source, Step};
+    /// struct Sum(usize);
+    /// impl Step<Pfn> for Sum {
+    ///     fn user(&mut self, _a: usize, _p: usize, len: usize) -> usize {
+    ///         self.0 += len;
+    ///         if len > 3 { 1 } else { 0 } // pretend the last byte faults
+    ///     }
+    ///     fn kernel(&mut self, _a: usize, _p: usize, _l: usize) -> usize { 0 }
+    ///     fn page(&mut self, _pg: Pfn, _o: usize, _p: usize, _l: usize) -> usize { 0 }
+    /// }
+    /// let t = [Iovec::new(0x100, 2), Iovec::new(0x200, 0), Iovec::new(0x300, 8)];
+    /// let mut it = IovIter::<Pfn, Source>::iovec(&t, 10)?;
+    /// let mut s = Sum(0);
+    /// assert_eq!(it.iterate_and_advance(10, &mut s), 9); // 2 + (8 - 1)
+    /// assert_eq!((it.count(), it.nr_segs(), it.iov_offset()), (1, 1, 7));
+    /// # Ok::<(), iov::IovError>(())
+    /// ```
+    #[inline(always)]
+    pub fn iterate_and_advance<S: Step<P> + ?Sized>(&mut self, len: usize, step: &mut S) -> usize {
+        let len = min(len, self.count);
+        if len == 0 {
+            return 0;
+        }
+        let progress = match self.kind {
+            Kind::Ubuf { base } => {
+                let remain = min(step.user(base.wrapping_add(self.iov_offset), 0, len), len);
+                let done = len - remain;
+                self.iov_offset += done;
+                done
+            }
+            Kind::Iovec(t) => iterate_addr(t, &mut self.idx, &mut self.iov_offset, len, step),
+            Kind::Bvec { table, .. } => {
+                iterate_bvec(table, &mut self.idx, &mut self.iov_offset, len, step)
+            }
+            Kind::Kvec(t) => iterate_addr(t, &mut self.idx, &mut self.iov_offset, len, step),
+            Kind::PageList(t) => iterate_folios(t, &mut self.idx, &mut self.iov_offset, len, step),
+            Kind::Discard => len,
+        };
+        // INVARIANT: progress <= len <= count; the position moved by exactly `progress` bytes.
+        self.count -= progress;
+        self.consumed += progress;
+        progress
+    }
+
+    /// [`IovIter::iterate_and_advance`] with a dynamically dispatched step: the same engine
+    /// instantiated once for `dyn Step` (used to measure dyn against generic steps).
+    #[inline(never)]
+    pub fn iterate_and_advance_dyn(&mut self, len: usize, step: &mut dyn Step<P>) -> usize {
+        self.iterate_and_advance(len, step)
+    }
+}
