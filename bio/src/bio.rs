@@ -1,0 +1,399 @@
+//! A block I/O request: operation, start sector and a window on a borrowed vec table
+//! (`struct bio` with its `bi_iter`).
+//!
+//! C header: [`include/linux/bio.h`](srctree/include/linux/bio.h)
+//!
+//! A [`Bio`] never owns its vec table. The table is either borrowed from a bvec iterator (no copy,
+//! like `bio_iov_bvec_set`) or filled in caller storage by a [`crate::BioBuilder`]. Advancing,
+//! trimming and splitting only change the window, so split pieces share the table.
+
+use bvec::{Bvec, BvecIter, Page, Segments};
+
+use crate::{
+    count_phys_segments, split_rw_at, BioError, Op, QueueLimits, SplitPoint, SECTOR_SHIFT,
+};
+
+/// What the bio's window covers.
+#[derive(Clone, Copy, Debug)]
+enum Payload<'a, P: Page> {
+    /// Reads and writes: the window on the vec table (sector, size and position).
+    Vecs(BvecIter<'a, P>),
+    /// Flush, discard and write-zeroes: a sector range and no memory.
+    Range { sector: u64, size: u32 },
+}
+
+/// A block I/O: an [`Op`], a start sector and (for reads and writes) a window on a vec table.
+///
+/// `Bio` is `Copy`: a copy is a clone sharing the table (`bio_alloc_clone`). Pieces made by
+/// [`Bio::split`] share it too.
+///
+/// # Invariants
+///
+/// Reads and writes always hold a [`BvecIter`] (whose own invariants keep the window inside the
+/// table); the other operations never do, and a flush has size 0.
+///
+/// # Examples
+///
+/// ```
+/// use bio::{Bio, Op};
+/// use bvec::{Bvec, Pfn};
+/// let table = [Bvec::new(Pfn(1), 0, 4096)?, Bvec::new(Pfn(7), 0, 4096)?];
+/// let mut bio = Bio::from_table(Op::Write, 100, &table, 8192)?;
+/// bio.advance(1024)?;
+/// assert_eq!((bio.sector(), bio.size()), (102, 7168));
+/// assert_eq!(bio.segments().next(), Some(Bvec::new(Pfn(1), 1024, 3072)?));
+/// let front = bio.split(3072)?;       // `bio` keeps the remainder
+/// assert_eq!((front.size(), bio.sector(), bio.size()), (3072, 108, 4096));
+/// # Ok::<(), bio::BioError>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Bio<'a, P: Page> {
+    op: Op,
+    payload: Payload<'a, P>,
+}
+
+impl<'a, P: Page> Bio<'a, P> {
+    /// A read or write of the window `iter` (its sector, position and size).
+    ///
+    /// # Errors
+    ///
+    /// [`BioError::WrongOp`] when `op` carries no data.
+    pub fn new(op: Op, iter: BvecIter<'a, P>) -> Result<Self, BioError> {
+        if !op.has_data() {
+            return Err(BioError::WrongOp { op });
+        }
+        // INVARIANT: a data operation with an iterator.
+        Ok(Self {
+            op,
+            payload: Payload::Vecs(iter),
+        })
+    }
+
+    /// A read or write of the first `size` bytes of `table`, starting at `sector`.
+    ///
+    /// # Errors
+    ///
+    /// [`BioError::WrongOp`] for an operation without data, [`BioError::Bvec`] when the table
+    /// holds fewer than `size` bytes.
+    pub fn from_table(
+        op: Op,
+        sector: u64,
+        table: &'a [Bvec<P>],
+        size: u32,
+    ) -> Result<Self, BioError> {
+        Self::new(op, BvecIter::new(table, sector, size)?)
+    }
+
+    /// A cache flush (no data, no sector range).
+    pub const fn flush() -> Self {
+        // INVARIANT: a flush with no iterator and size 0.
+        Self {
+            op: Op::Flush,
+            payload: Payload::Range { sector: 0, size: 0 },
+        }
+    }
+
+    /// A discard or write-zeroes of `size` bytes at `sector`.
+    ///
+    /// # Errors
+    ///
+    /// [`BioError::WrongOp`] for reads, writes and flushes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{Bio, Op};
+    /// let d = Bio::<bvec::Pfn>::range(Op::Discard, 8, 1 << 20)?;
+    /// assert_eq!((d.op(), d.sector(), d.size(), d.segments().count()), (Op::Discard, 8, 1 << 20, 0));
+    /// assert!(Bio::<bvec::Pfn>::range(Op::Write, 8, 512).is_err());
+    /// # Ok::<(), bio::BioError>(())
+    /// ```
+    pub const fn range(op: Op, sector: u64, size: u32) -> Result<Self, BioError> {
+        match op {
+            // INVARIANT: a range operation with no iterator.
+            Op::Discard | Op::WriteZeroes => Ok(Self {
+                op,
+                payload: Payload::Range { sector, size },
+            }),
+            _ => Err(BioError::WrongOp { op }),
+        }
+    }
+
+    /// The operation.
+    pub const fn op(&self) -> Op {
+        self.op
+    }
+
+    /// First sector of the remaining I/O (`bi_sector`).
+    pub const fn sector(&self) -> u64 {
+        match &self.payload {
+            Payload::Vecs(it) => it.sector(),
+            Payload::Range { sector, .. } => *sector,
+        }
+    }
+
+    /// Bytes remaining (`bi_size`).
+    pub const fn size(&self) -> u32 {
+        match &self.payload {
+            Payload::Vecs(it) => it.remaining(),
+            Payload::Range { size, .. } => *size,
+        }
+    }
+
+    /// Whether no bytes remain.
+    pub const fn is_empty(&self) -> bool {
+        self.size() == 0
+    }
+
+    /// The window on the vec table; `None` for operations without data.
+    pub const fn bvec_iter(&self) -> Option<BvecIter<'a, P>> {
+        match &self.payload {
+            Payload::Vecs(it) => Some(*it),
+            Payload::Range { .. } => None,
+        }
+    }
+
+    /// The whole vec table, also outside the window (`bi_io_vec`; drivers should not need it).
+    pub fn table(&self) -> &'a [Bvec<P>] {
+        match &self.payload {
+            Payload::Vecs(it) => it.table(),
+            Payload::Range { .. } => &[],
+        }
+    }
+
+    /// Multipage segments of the window (`bio_for_each_bvec`); empty without data.
+    pub fn segments(&self) -> core::iter::Flatten<core::option::IntoIter<Segments<'a, P>>> {
+        self.bvec_iter()
+            .map(|it| it.segments())
+            .into_iter()
+            .flatten()
+    }
+
+    /// Single-page segments of the window (`bio_for_each_segment`); empty without data.
+    pub fn pages(&self) -> core::iter::Flatten<core::option::IntoIter<bvec::Pages<'a, P>>> {
+        self.bvec_iter().map(|it| it.pages()).into_iter().flatten()
+    }
+
+    /// Moves the start forward by `bytes` (`bio_advance`): the sector moves by `bytes >> 9`.
+    ///
+    /// Unlike the kernel's fast path for `bytes == size`, the sector and position are always
+    /// updated.
+    ///
+    /// # Errors
+    ///
+    /// [`BioError::PastEnd`] when `bytes > self.size()`; the bio is unchanged.
+    pub fn advance(&mut self, bytes: u32) -> Result<(), BioError> {
+        match &mut self.payload {
+            Payload::Vecs(it) => it
+                .advance(bytes)
+                .map_err(|_| past_end(bytes, it.remaining())),
+            Payload::Range { sector, size } => {
+                let Some(left) = size.checked_sub(bytes) else {
+                    return Err(past_end(bytes, *size));
+                };
+                *size = left;
+                *sector = sector.wrapping_add(u64::from(bytes >> SECTOR_SHIFT));
+                Ok(())
+            }
+        }
+    }
+
+    /// Keeps only `size` bytes (`bio_truncate` of the window).
+    ///
+    /// # Errors
+    ///
+    /// [`BioError::PastEnd`] when `size > self.size()`; the bio is unchanged.
+    pub fn truncate(&mut self, size: u32) -> Result<(), BioError> {
+        match &mut self.payload {
+            Payload::Vecs(it) => it
+                .truncate(size)
+                .map_err(|_| past_end(size, it.remaining())),
+            Payload::Range { size: s, .. } => {
+                if size > *s {
+                    return Err(past_end(size, *s));
+                }
+                *s = size;
+                Ok(())
+            }
+        }
+    }
+
+    /// Keeps `size_sectors` sectors starting `offset_sectors` into the bio (`bio_trim`).
+    ///
+    /// # Errors
+    ///
+    /// [`BioError::PastEnd`] when the range is not inside the bio; the bio is unchanged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{Bio, BioError, Op};
+    /// use bvec::{Bvec, Pfn};
+    /// let table = [Bvec::new(Pfn(1), 0, 8192)?];
+    /// let mut bio = Bio::from_table(Op::Read, 0, &table, 8192)?;
+    /// bio.trim(2, 4)?;
+    /// assert_eq!((bio.sector(), bio.size()), (2, 2048));
+    /// assert!(matches!(bio.trim(1, 4), Err(BioError::PastEnd { .. })));
+    /// # Ok::<(), BioError>(())
+    /// ```
+    pub fn trim(&mut self, offset_sectors: u32, size_sectors: u32) -> Result<(), BioError> {
+        let off = u64::from(offset_sectors) << SECTOR_SHIFT;
+        let len = u64::from(size_sectors) << SECTOR_SHIFT;
+        let end = off + len;
+        if end > u64::from(self.size()) {
+            return Err(BioError::PastEnd {
+                requested: end,
+                remaining: u64::from(self.size()),
+            });
+        }
+        // Both fit in u32: their sum is at most size().
+        let mut copy = *self;
+        copy.advance(off as u32)?;
+        copy.truncate(len as u32)?;
+        *self = copy;
+        Ok(())
+    }
+
+    /// Splits off the first `bytes` bytes and returns them; `self` keeps the rest (`bio_split`).
+    /// Both pieces share the table.
+    ///
+    /// # Errors
+    ///
+    /// [`BioError::BadSplit`] unless `0 < bytes < size` and `bytes` is a whole number of sectors
+    /// (the kernel `BUG`s); the bio is unchanged.
+    pub fn split(&mut self, bytes: u32) -> Result<Self, BioError> {
+        let size = self.size();
+        if bytes == 0 || bytes >= size || bytes % (1 << SECTOR_SHIFT) != 0 {
+            return Err(BioError::BadSplit { bytes, size });
+        }
+        let mut front = *self;
+        front.truncate(bytes)?;
+        self.advance(bytes)?;
+        Ok(front)
+    }
+
+    /// Checks that the start and size are whole logical blocks (`bio_unaligned`).
+    ///
+    /// # Errors
+    ///
+    /// [`BioError::Unaligned`] otherwise.
+    pub fn check_aligned(&self, lim: &QueueLimits) -> Result<(), BioError> {
+        let lbs = lim.logical_block_size();
+        let lbs_sectors = u64::from(lbs >> SECTOR_SHIFT);
+        if self.size() % lbs != 0 || self.sector() % lbs_sectors != 0 {
+            return Err(BioError::Unaligned {
+                sector: self.sector(),
+                size: self.size(),
+                logical_block_size: lbs,
+            });
+        }
+        Ok(())
+    }
+
+    /// Where this bio must be split to fit `lim` (`__bio_split_to_limits` without the split).
+    ///
+    /// Reads and writes use [`split_rw_at`] with the largest I/O allowed at this sector
+    /// ([`QueueLimits::max_io_bytes`]). Discard and write-zeroes are cut at their sector limit and
+    /// at chunk boundaries, aligned to the logical block size (discard granularity is not
+    /// modelled); a discard is one segment, a write-zeroes none. A flush never splits.
+    ///
+    /// # Errors
+    ///
+    /// [`BioError::Unaligned`] for a bio that is not logical-block aligned,
+    /// [`BioError::CannotSplit`] when no valid front exists, [`BioError::Unsupported`] for a
+    /// discard or write-zeroes the queue does not support.
+    pub fn split_point(&self, lim: &QueueLimits) -> Result<SplitPoint, BioError> {
+        self.check_aligned(lim)?;
+        let (max_sectors, nsegs) = match self.op {
+            Op::Read | Op::Write => {
+                return split_rw_at(self.segments(), lim, lim.max_io_bytes(self.sector()))
+            }
+            Op::Flush => return Ok(SplitPoint::Whole { nsegs: 0 }),
+            Op::Discard => (lim.max_discard_sectors(), 1),
+            Op::WriteZeroes => (lim.max_write_zeroes_sectors(), 0),
+        };
+        if max_sectors == 0 {
+            return Err(BioError::Unsupported { op: self.op });
+        }
+        let left = lim.chunk_sectors_left(self.sector());
+        let max = max_sectors.min(left);
+        let lbs_sectors = lim.logical_block_size() >> SECTOR_SHIFT;
+        // max_sectors <= BIO_MAX_SECTORS, so the shift fits in u32.
+        let max_bytes = (max - max % lbs_sectors) << SECTOR_SHIFT;
+        if self.size() <= max_bytes {
+            return Ok(SplitPoint::Whole { nsegs });
+        }
+        if max_bytes == 0 {
+            return Err(BioError::CannotSplit {
+                fitted: 0,
+                logical_block_size: lim.logical_block_size(),
+            });
+        }
+        Ok(SplitPoint::Front {
+            bytes: max_bytes,
+            nsegs,
+        })
+    }
+
+    /// Splits off the largest front piece that fits `lim` and returns it with its number of
+    /// physical segments; `self` keeps the rest, and is left empty when the whole bio fitted
+    /// (`bio_split_to_limits`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::split_point`]; the bio is unchanged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{Bio, Op, QueueLimits};
+    /// use bvec::{Bvec, Pfn};
+    /// let lim = QueueLimits::nvme(512, 5, 0).unwrap(); // 128 KiB per request
+    /// let table = [Bvec::new(Pfn(0), 0, 300 * 1024)?];
+    /// let mut bio = Bio::from_table(Op::Read, 0, &table, 300 * 1024)?;
+    /// let mut pieces = 0;
+    /// while !bio.is_empty() {
+    ///     let (piece, nsegs) = bio.split_to_limits(&lim)?;
+    ///     assert!(piece.size() <= 128 * 1024 && nsegs == 1);
+    ///     pieces += 1;
+    /// }
+    /// assert_eq!(pieces, 3);
+    /// # Ok::<(), bio::BioError>(())
+    /// ```
+    pub fn split_to_limits(&mut self, lim: &QueueLimits) -> Result<(Self, u32), BioError> {
+        match self.split_point(lim)? {
+            SplitPoint::Whole { nsegs } => {
+                let whole = *self;
+                self.advance(self.size())?;
+                Ok((whole, nsegs))
+            }
+            SplitPoint::Front { bytes, nsegs } => Ok((self.split(bytes)?, nsegs)),
+        }
+    }
+
+    /// The number of physical segments of the window under `lim` (`nr_phys_segments`, as
+    /// `blk_recalc_rq_segments` counts it): 1 for a discard, 0 for a flush or write-zeroes.
+    pub fn nr_phys_segments(&self, lim: &QueueLimits) -> u32 {
+        match self.op {
+            Op::Read | Op::Write => count_phys_segments(self.segments(), lim),
+            Op::Discard => 1,
+            Op::Flush | Op::WriteZeroes => 0,
+        }
+    }
+
+    /// Whether every segment's physical address and length satisfy the DMA alignment
+    /// (`blk_rq_aligned` for each segment).
+    pub fn dma_aligned(&self, lim: &QueueLimits) -> bool {
+        self.segments()
+            .all(|bv| lim.dma_aligned(bv.phys() | u64::from(bv.len())))
+    }
+}
+
+/// The `PastEnd` error for a request of `requested` bytes with `remaining` left.
+#[cold]
+fn past_end(requested: u32, remaining: u32) -> BioError {
+    BioError::PastEnd {
+        requested: u64::from(requested),
+        remaining: u64::from(remaining),
+    }
+}
