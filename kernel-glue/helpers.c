@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * C helpers of kernel-glue; see helpers.h. Each helper calls the static inline function or macro
+ * it is named after; rnvme_glue_page_to_phys() also validates its argument.
+ */
+#include <linux/highmem.h>
+#include <linux/io.h>
+#include <linux/mm.h>
+#include <linux/mman.h>
+#include <linux/sched.h>
+#include <linux/uaccess.h>
+#include <linux/uio.h>
+
+#include "helpers.h"
+
+/* page_address() must be the direct map, so a high-order allocation is virtually contiguous. */
+#ifdef CONFIG_HIGHMEM
+#error "kernel-glue does not support CONFIG_HIGHMEM"
+#endif
+
+/*
+ * Page handles reaching this helper may be arbitrary values: safe Rust code can build `page + n`
+ * for any n (a bvec with a huge offset). Nothing may be dereferenced before the pointer is known
+ * to be a struct page, and a pointer that is not one gets RNVME_GLUE_BAD_PHYS.
+ */
+#define RNVME_GLUE_BAD_PHYS ((phys_addr_t)PAGE_MASK)
+
+#ifdef CONFIG_SPARSEMEM_VMEMMAP
+phys_addr_t rnvme_glue_page_to_phys(const struct page *page)
+{
+	/* Arithmetic on the pointer value (offset from vmemmap): no dereference. */
+	return page_to_phys(page);
+}
+#elif defined(CONFIG_SPARSEMEM) && !defined(CONFIG_SPARSEMEM_VMEMMAP)
+phys_addr_t rnvme_glue_page_to_phys(const struct page *page)
+{
+	struct mem_section *ms;
+	unsigned long flags, nr, pfn;
+	struct page *map;
+
+	/*
+	 * Classic SPARSEMEM: page_to_pfn() reads the section number from page->flags. Read it only
+	 * if the struct lies in mapped memory, without KASAN checks (it may not be a struct page),
+	 * then accept the pointer only if the section it names maps it back to the same pointer.
+	 */
+	if (!virt_addr_valid(page) || !virt_addr_valid((const char *)(page + 1) - 1))
+		return RNVME_GLUE_BAD_PHYS;
+	flags = READ_ONCE_NOCHECK(page->flags);
+	nr = (flags >> SECTIONS_PGSHIFT) & SECTIONS_MASK;
+	ms = __nr_to_section(nr);
+	if (!ms || !valid_section(ms))
+		return RNVME_GLUE_BAD_PHYS;
+	map = __section_mem_map_addr(ms);
+	pfn = page - map;
+	if (pfn_to_section_nr(pfn) != nr || !pfn_valid(pfn) || pfn_to_page(pfn) != page)
+		return RNVME_GLUE_BAD_PHYS;
+	return PFN_PHYS(pfn);
+}
+#else
+#error "kernel-glue supports SPARSEMEM (with or without VMEMMAP) only"
+#endif
+
+void *rnvme_glue_page_address(const struct page *page)
+{
+	return page_address(page);
+}
+
+void rnvme_glue_iov_iter_ubuf(struct iov_iter *i, unsigned int direction, void __user *buf,
+			      size_t count)
+{
+	iov_iter_ubuf(i, direction, buf, count);
+}
+
+void rnvme_glue_iov_iter_save_state(const struct iov_iter *i, struct iov_iter_state *state)
+{
+	/* iov_iter_save_state() takes a non-const pointer but only reads. */
+	state->iov_offset = i->iov_offset;
+	state->count = i->count;
+	state->nr_segs = i->nr_segs;
+}
+
+unsigned long rnvme_glue_clear_user(void __user *to, unsigned long n)
+{
+	return clear_user(to, n);
+}
+
+unsigned long rnvme_glue_vm_mmap_anon(unsigned long len)
+{
+	return vm_mmap(NULL, 0, len, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, 0);
+}
+
+const struct mm_struct *rnvme_glue_current_mm(void)
+{
+	return current->mm;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * C helpers of kernel-glue: out-of-line wrappers for static inline kernel functions and macros
+ * that Rust cannot call. The Rust declarations are generated from this header by bindgen at build
+ * time (rnvme/Kbuild), so the two cannot drift apart.
+ */
+#ifndef RNVME_KERNEL_GLUE_HELPERS_H
+#define RNVME_KERNEL_GLUE_HELPERS_H
+
+#include <linux/compiler_types.h>
+#include <linux/types.h>
+
+struct iov_iter;
+struct iov_iter_state;
+struct mm_struct;
+struct page;
+
+/* page_to_phys() for any pointer value: PAGE_MASK if it is not a struct page (see helpers.c). */
+phys_addr_t rnvme_glue_page_to_phys(const struct page *page);
+/* page_address(): the direct-map address of a (lowmem) page. */
+void *rnvme_glue_page_address(const struct page *page);
+/* iov_iter_ubuf(). */
+void rnvme_glue_iov_iter_ubuf(struct iov_iter *i, unsigned int direction, void __user *buf,
+			      size_t count);
+/* iov_iter_save_state(): iov_offset, count and nr_segs of an iterator. */
+void rnvme_glue_iov_iter_save_state(const struct iov_iter *i, struct iov_iter_state *state);
+/* clear_user(). */
+unsigned long rnvme_glue_clear_user(void __user *to, unsigned long n);
+/* vm_mmap() of an anonymous private read/write mapping of len bytes in current->mm. */
+unsigned long rnvme_glue_vm_mmap_anon(unsigned long len);
+/* current->mm (NULL in kernel threads). */
+const struct mm_struct *rnvme_glue_current_mm(void);
+
+#endif /* RNVME_KERNEL_GLUE_HELPERS_H */

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `struct page *` as a [`bvec::Page`] handle, and the `struct bio_vec` layout check.
+//!
+//! C header: [`include/linux/mm_types.h`](srctree/include/linux/mm_types.h)
+
+use core::mem::{align_of, offset_of, size_of};
+
+use bvec::{Bvec, Page};
+use kernel::bindings;
+
+use crate::helpers;
+
+/// A handle naming one `struct page` (the kernel's `struct page *`).
+///
+/// A `KPage` is a pointer *value*. Making one, copying it and doing arithmetic on it
+/// ([`Page::nth`] is `page + n`) never touches memory; [`Page::phys`] (`page_to_phys`) works for
+/// any value and gives `PAGE_MASK` for a pointer that is not a `struct page`. Only a
+/// page memory ([`crate::PagePool`]) dereferences handles, and it first checks that the handle is
+/// a page of an allocation it owns. A `KPage` may therefore name any page, or none, and building
+/// one is safe.
+///
+/// `#[repr(transparent)]` over the pointer: `Bvec<KPage>` has the layout of `struct bio_vec`
+/// (checked at compile time in this file), so a table of segments can be handed to C as is.
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct KPage(*mut bindings::page);
+
+impl KPage {
+    /// Wraps a raw `struct page *`; the pointer is not dereferenced (see the type docs).
+    #[inline]
+    pub const fn from_ptr(ptr: *mut bindings::page) -> Self {
+        Self(ptr)
+    }
+
+    /// The raw `struct page *`.
+    #[inline]
+    pub const fn as_ptr(self) -> *mut bindings::page {
+        self.0
+    }
+
+    /// The pointer as an integer, for range checks.
+    #[inline]
+    pub(crate) fn addr(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl Page for KPage {
+    #[inline]
+    fn phys(self) -> u64 {
+        // SAFETY: `rnvme_glue_page_to_phys` accepts any pointer value: with
+        // `CONFIG_SPARSEMEM_VMEMMAP` it is arithmetic on the value; otherwise it dereferences the
+        // pointer only after checking it maps mapped memory, and returns `PAGE_MASK` for a
+        // pointer that is not a `struct page` (see helpers.c).
+        unsafe { helpers::rnvme_glue_page_to_phys(self.0) }
+    }
+
+    #[inline]
+    fn nth(self, n: usize) -> Self {
+        // `page + n` on the vmemmap array; wrapping, never dereferenced here.
+        Self(self.0.wrapping_add(n))
+    }
+}
+
+// `struct bio_vec { struct page *bv_page; unsigned int bv_len; unsigned int bv_offset; }`:
+// `Bvec<KPage>` must be the same size and alignment, with the fields in the same places. The
+// field offsets of `Bvec` are private to the bvec crate, so the order is checked by value: a
+// segment built with distinct length and offset must read back the same through the C type.
+const _: () = {
+    assert!(size_of::<Bvec<KPage>>() == size_of::<bindings::bio_vec>());
+    assert!(align_of::<Bvec<KPage>>() == align_of::<bindings::bio_vec>());
+    assert!(offset_of!(bindings::bio_vec, bv_page) == 0);
+    assert!(size_of::<*mut bindings::page>() == 8);
+    assert!(offset_of!(bindings::bio_vec, bv_len) == 8);
+    assert!(offset_of!(bindings::bio_vec, bv_offset) == 12);
+
+    let Ok(bv) = Bvec::new(KPage(core::ptr::null_mut()), 0x1234, 0x5678) else {
+        panic!("Bvec::new refused a valid segment");
+    };
+    // SAFETY: both types have the same size (checked above); `Bvec<KPage>` is a pointer and two
+    // `u32` (one non-zero), and every bit pattern of those is a valid `bio_vec`.
+    let raw: bindings::bio_vec = unsafe { core::mem::transmute::<Bvec<KPage>, _>(bv) };
+    assert!(raw.bv_len == 0x5678);
+    assert!(raw.bv_offset == 0x1234);
+};
+
+/// Views a table of segments as the `struct bio_vec` array C expects.
+///
+/// The pointer is valid for reads of `table.len()` elements for as long as `table` is borrowed.
+#[inline]
+pub(crate) fn bio_vec_ptr(table: &[Bvec<KPage>]) -> *const bindings::bio_vec {
+    // Same layout: checked by the `const` block above.
+    table.as_ptr().cast::<bindings::bio_vec>()
+}
