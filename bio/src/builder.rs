@@ -80,6 +80,11 @@ impl<'a, P: Page> BioBuilder<'a, P> {
         })
     }
 
+    /// The operation.
+    pub const fn op(&self) -> Op {
+        self.op
+    }
+
     /// Bytes added so far (`bi_size`).
     pub const fn size(&self) -> u32 {
         self.size
@@ -158,18 +163,27 @@ impl<'a, P: Page> BioBuilder<'a, P> {
     /// # Ok::<(), bio::BioError>(())
     /// ```
     pub fn add_page(&mut self, page: P, len: u32, off: u32) -> u32 {
+        match self.add_page_inner(page, len, off) {
+            Some(_) => len,
+            None => 0,
+        }
+    }
+
+    /// [`Self::add_page`] reporting `Some(same_page)` on success: whether the bytes were merged
+    /// into the page already holding the last segment's final byte.
+    pub(crate) fn add_page_inner(&mut self, page: P, len: u32, off: u32) -> Option<bool> {
         if len == 0 || self.size > u32::MAX - len {
-            return 0;
+            return None;
         }
         if let Some(last) = self.last() {
             if let Some(m) = try_merge_page(&last, page, off, len) {
                 self.set_last(m.bvec, len);
-                return len;
+                return Some(m.same_page);
             }
         }
         match Bvec::new(page, off, len) {
-            Ok(bv) if self.push(bv) => len,
-            _ => 0,
+            Ok(bv) if self.push(bv) => Some(false),
+            _ => None,
         }
     }
 

@@ -7,6 +7,7 @@
 use core::fmt;
 
 use bvec::BvecError;
+use iov::IovError;
 
 use crate::Op;
 
@@ -106,6 +107,8 @@ pub enum BioError {
     SizeOverflow,
     /// An iterator or vec-table operation failed.
     Bvec(BvecError),
+    /// An iov iterator operation (page extraction or revert) failed.
+    Iov(IovError),
 }
 
 impl From<BvecError> for BioError {
@@ -148,6 +151,7 @@ impl fmt::Display for BioError {
             Self::NoProgress => f.write_str("no logical block could be added to the bio"),
             Self::SizeOverflow => f.write_str("bio size would exceed u32::MAX"),
             Self::Bvec(e) => write!(f, "bvec: {e}"),
+            Self::Iov(e) => write!(f, "iov: {e}"),
         }
     }
 }

@@ -16,6 +16,7 @@ mod builder;
 mod dma_tag;
 mod dptr;
 mod error;
+mod from_iov;
 mod limits;
 mod merge;
 mod nvme_limits;
@@ -33,6 +34,7 @@ pub use dma_tag::{
 };
 pub use dptr::{DmaSegment, DptrError, NVME_CTRL_PAGE_SHIFT, NVME_CTRL_PAGE_SIZE};
 pub use error::{BioError, LimitsError};
+pub use from_iov::vecs_to_alloc;
 pub use limits::{
     LimitsConfig, QueueLimits, BIO_MAX_SECTORS, BLK_DEF_MAX_SECTORS_CAP, BLK_MAX_SEGMENTS,
     BLK_MAX_SEGMENT_SIZE, BLK_SAFE_MAX_SECTORS, BLK_SEG_BOUNDARY_MASK, SECTOR_SHIFT, SECTOR_SIZE,
