@@ -58,7 +58,7 @@ copy_with_libs() {
     while read -r lib; do
         [[ -n "$lib" && -e "$lib" ]] || continue
         [[ -e "$root$lib" ]] || install -D -m 755 "$(readlink -f "$lib")" "$root$lib"
-    done < <(ldd "$bin" | awk '/=> \// { print $3 } /^\s*\/[^ ]+ \(/ { print $1 }')
+    done < <(ldd "$bin" | awk '/=> \// { print $3 } /^[ \t]*\/[^ ]+ \(/ { print $1 }')
 }
 copy_with_libs "$(command -v fio)" /usr/bin/fio
 

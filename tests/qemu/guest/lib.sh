@@ -19,12 +19,22 @@ kmod_path() {
 
 kmod_loaded() { grep -q "^$(echo "$1" | tr - _) " /proc/modules; }
 
-# kmod_load NAME [PARAMS...]: insmod a module by name (no-op if already loaded).
+# kmod_load NAME [PARAMS...]: insmod a module by name (no-op if already loaded),
+# first loading its dependencies listed in modules.dep (if it is listed there).
 kmod_load() {
     _mod="$1"; shift
     kmod_loaded "$_mod" && return 0
     _p=$(kmod_path "$_mod")
     if [ -z "$_p" ]; then echo "kmod_load: module $_mod not found under /lib/modules" >&2; return 1; fi
+    _mdir=/lib/modules/$(uname -r)
+    _rel=${_p#$_mdir/}
+    if [ -f "$_mdir/modules.dep" ]; then
+        # Dependencies are listed deepest-last; load them in reverse order.
+        for _d in $(grep "^$_rel:" "$_mdir/modules.dep" | cut -d: -f2 | tr ' ' '\n' | sed '/^$/d' | sed -n '1!G;h;$p'); do
+            _dn=$(basename "$_d" .ko)
+            kmod_loaded "$_dn" || insmod "$_mdir/$_d" || return 1
+        done
+    fi
     insmod "$_p" "$@"
 }
 
@@ -46,10 +56,15 @@ run_fio() {
     echo "--- fio $_name: fio $*"
     fio --name="$_name" "$@" > /tmp/fio.$$.out 2>&1
     _rc=$?
-    cat /tmp/fio.$$.out
+    if [ "$_rc" -ne 0 ] || [ -n "$RNVME_FIO_VERBOSE" ]; then
+        cat /tmp/fio.$$.out
+    else
+        # Summary only: per-job status, bandwidth/IOPS lines, run status, errors.
+        grep -E 'err=|^ +(read|write|trim): |^ +(READ|WRITE|TRIM): |[Vv]erify|[Ee]rror|^fio: ' /tmp/fio.$$.out
+    fi
     if [ "$_rc" -ne 0 ]; then fail "$_name (fio exit $_rc)"; return 1; fi
     if grep -E 'err= *[1-9]' /tmp/fio.$$.out >/dev/null; then fail "$_name (fio job error)"; return 1; fi
-    if grep -E 'verify:|bad magic|crc32c: verify failed' /tmp/fio.$$.out >/dev/null; then
+    if grep -E '^(fio: )?verify|verify failed|bad magic' /tmp/fio.$$.out >/dev/null; then
         fail "$_name (fio verify error)"; return 1
     fi
     pass "$_name"

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Main QEMU job: setup (idempotent, tools + normal kernel), build the initramfs,
+# boot the normal kernel with NVMe and run every guest test (/tests/*.sh).
+#
+#   scripts/run-main.sh [mkinitramfs options...]
+#   e.g. scripts/run-main.sh --add rnvme/rnvme.ko:/lib/modules/extra/rnvme.ko --test tests/qemu/guest/extra/50-rnvme.sh
+# Env: RNVME_SKIP_SETUP=1 skips scripts/setup.sh; RNVME_GUEST_ARGS passes extra
+# options to tests/qemu/run-guest.sh (e.g. "--nvme 2 --append rnvme_tests=10-*").
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+if [[ "${RNVME_SKIP_SETUP:-0}" != 1 ]]; then
+    stage "setup"
+    RNVME_SETUP_KERNELS=normal RNVME_SETUP_FUZZ="${RNVME_SETUP_FUZZ:-0}" "$RNVME_REPO/scripts/setup.sh"
+fi
+stage "kernel (normal)"
+"$RNVME_REPO/scripts/build-kernel.sh" normal >/dev/null
+stage "initramfs"
+initramfs=$("$RNVME_REPO/tests/qemu/mkinitramfs.sh" -k normal -o "$RNVME_CACHE/initramfs/main.cpio" "$@")
+stage "guest"
+rc=0
+# shellcheck disable=SC2086
+"$RNVME_REPO/tests/qemu/run-guest.sh" -k normal -i "$initramfs" ${RNVME_GUEST_ARGS:-} || rc=$?
+finish
+if [[ $rc -eq 0 ]]; then log "run-main: PASS"; else log "run-main: FAIL (run-guest exit $rc)"; fi
+exit "$rc"

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Build iovstack_selftest.ko and run it in the QEMU guest.
+#
+#   scripts/test-module.sh [normal|debug] [--no-inject]
+#
+#   1. normal run: tests/qemu/guest-tests/[0-9]*.sh (smoke + differential test) must pass;
+#   2. fault-injection run (skipped with --no-inject): the module loaded with inject_fault=1
+#      (tests/qemu/guest-tests/selftest/90-iovstack-inject-fault.sh) must make the run FAIL,
+#      and the console log must show why: a non-zero mismatch count and `selftest: FAIL`.
+#      This proves a mismatch reaches the harness as a failure.
+# Uses tests/qemu/mkinitramfs.sh and tests/qemu/run-guest.sh; logs under $RNVME_CACHE/logs/.
+# Exit 0 iff both runs behaved as required.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+variant=normal
+inject=1
+for a in "$@"; do
+    case "$a" in
+        normal|debug) variant="$a" ;;
+        --no-inject) inject=0 ;;
+        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+        *) die "unknown argument '$a'" ;;
+    esac
+done
+q="$RNVME_REPO/tests/qemu"
+gt="$q/guest-tests"
+
+stage "build module ($variant)"
+ko=$("$RNVME_REPO/scripts/build-module.sh" "$variant" | grep '/iovstack_selftest\.ko$')
+[[ -f "$ko" ]] || die "iovstack_selftest.ko not built"
+stage_end
+
+common=(-k "$variant" --no-default-tests
+        --add "$ko:/lib/modules/extra/iovstack_selftest.ko"
+        --add "$gt/iovstack-check.sh:/lib/rnvme/iovstack-check.sh")
+tests=()
+for t in "$gt"/[0-9]*.sh; do tests+=(--test "$t"); done
+mkdir -p "$RNVME_CACHE/logs"
+stamp=$(date +%Y%m%d-%H%M%S)
+
+failed=0
+log1="$RNVME_CACHE/logs/iovstack-$variant-$stamp.log"
+img=$("$q/mkinitramfs.sh" "${common[@]}" "${tests[@]}" -o "$RNVME_CACHE/initramfs/iovstack-$variant.cpio")
+rc=0
+"$q/run-guest.sh" -k "$variant" -i "$img" --nvme 0 -l "$log1" || rc=$?
+summary=$(grep -aE 'differential: [0-9]+ cases, [0-9]+ mismatches' "$log1" | tail -n1 | tr -d '\r' || true)
+if [[ $rc -eq 0 ]]; then
+    log "normal run: PASS -- ${summary:-no summary line}"
+else
+    log "normal run: FAIL (run-guest.sh exit $rc) -- ${summary:-no summary line}; log $log1"
+    failed=1
+fi
+
+if ((inject)); then
+    log2="$RNVME_CACHE/logs/iovstack-inject-$variant-$stamp.log"
+    img=$("$q/mkinitramfs.sh" "${common[@]}" --test "$gt/selftest/90-iovstack-inject-fault.sh" \
+        -o "$RNVME_CACHE/initramfs/iovstack-inject-$variant.cpio")
+    rc=0
+    "$q/run-guest.sh" -k "$variant" -i "$img" --nvme 0 -l "$log2" || rc=$?
+    isummary=$(grep -aE 'differential: [0-9]+ cases, [0-9]+ mismatches' "$log2" | tail -n1 | tr -d '\r' || true)
+    why=()
+    [[ $rc -eq 1 ]] || why+=("run-guest.sh exited $rc, expected 1")
+    [[ "$isummary" =~ differential:\ [0-9]+\ cases,\ [1-9][0-9]*\ mismatches ]] ||
+        why+=("no non-zero mismatch count in the log")
+    grep -aqE '^FAIL: iovstack-differential' "$log2" || why+=("no 'FAIL: iovstack-differential' line")
+    grep -aqE 'iovstack: selftest: FAIL' "$log2" || why+=("no 'selftest: FAIL' line")
+    if ((${#why[@]})); then
+        log "fault-injection run: FAIL ($(IFS=';'; echo "${why[*]}")); log $log2"
+        failed=1
+    else
+        log "fault-injection run: PASS (mismatch detected and reported as failure) -- $isummary"
+    fi
+fi
+finish
+exit "$failed"

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# QEMU test matrix:
+#   1. normal kernel, all guest tests, 2 NVMe controllers
+#   2. debug kernel (KASAN, lockdep, kmemleak, atomic-sleep), all guest tests;
+#      any KASAN/lockdep/kmemleak/WARN report fails the run
+#   3. harness self-test: normal kernel + a deliberately failing guest test;
+#      run-guest.sh must exit non-zero, otherwise this script fails
+#
+#   scripts/test-qemu.sh [normal] [debug] [selftest]   (default: all three)
+# Env: RNVME_SKIP_SETUP=1 to skip scripts/setup.sh.
+# Extra mkinitramfs options (e.g. --add/--test for the rnvme module) can be
+# passed via RNVME_INITRAMFS_ARGS (word-split).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+jobs=("$@")
+((${#jobs[@]})) || jobs=(normal debug selftest)
+q="$RNVME_REPO/tests/qemu"
+# shellcheck disable=SC2206
+extra=(${RNVME_INITRAMFS_ARGS:-})
+
+need_debug=0
+for j in "${jobs[@]}"; do [[ "$j" == debug ]] && need_debug=1; done
+if [[ "${RNVME_SKIP_SETUP:-0}" != 1 ]]; then
+    stage "setup"
+    kernels=normal; ((need_debug)) && kernels="normal debug"
+    RNVME_SETUP_KERNELS="$kernels" RNVME_SETUP_FUZZ="${RNVME_SETUP_FUZZ:-0}" "$RNVME_REPO/scripts/setup.sh"
+fi
+
+declare -A result=()
+for j in "${jobs[@]}"; do
+    case "$j" in
+        normal)
+            stage "job normal"
+            "$RNVME_REPO/scripts/build-kernel.sh" normal >/dev/null
+            img=$("$q/mkinitramfs.sh" -k normal -o "$RNVME_CACHE/initramfs/test-normal.cpio" "${extra[@]}")
+            if "$q/run-guest.sh" -k normal -i "$img" --nvme 2; then result[$j]=PASS; else result[$j]=FAIL; fi
+            ;;
+        debug)
+            stage "job debug"
+            "$RNVME_REPO/scripts/build-kernel.sh" debug >/dev/null
+            img=$("$q/mkinitramfs.sh" -k debug -o "$RNVME_CACHE/initramfs/test-debug.cpio" "${extra[@]}")
+            if "$q/run-guest.sh" -k debug -i "$img"; then result[$j]=PASS; else result[$j]=FAIL; fi
+            ;;
+        selftest)
+            stage "job selftest (deliberately failing guest test)"
+            "$RNVME_REPO/scripts/build-kernel.sh" normal >/dev/null
+            img=$("$q/mkinitramfs.sh" -k normal -o "$RNVME_CACHE/initramfs/test-selftest.cpio" \
+                --no-default-tests --test "$q/guest/selftest/99-deliberate-fail.sh")
+            rc=0
+            "$q/run-guest.sh" -k normal -i "$img" -t 300 || rc=$?
+            if [[ $rc -eq 1 ]]; then
+                log "selftest: run-guest.sh correctly reported failure (exit 1)"
+                result[$j]=PASS
+            else
+                log "selftest: run-guest.sh exited $rc for a failing guest test (expected 1)"
+                result[$j]=FAIL
+            fi
+            ;;
+        *) die "unknown job '$j' (normal|debug|selftest)" ;;
+    esac
+done
+finish
+
+fails=0
+echo "=== test-qemu summary"
+for j in "${jobs[@]}"; do
+    echo "  $j: ${result[$j]}"
+    [[ "${result[$j]}" == PASS ]] || fails=$((fails + 1))
+done
+((fails == 0)) || { echo "test-qemu: $fails job(s) failed"; exit 1; }
+echo "test-qemu: all ${#jobs[@]} job(s) passed"
