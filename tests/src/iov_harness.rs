@@ -400,6 +400,40 @@ fn compare(it: &IovIter<'_, Pfn, AnyDir>, m: &IovModel, ma: &ArenaMem, mb: &Aren
             "{ctx}: is_aligned({am}, {lm})"
         );
     }
+    // The same questions on truncated copies (`iov_iter_npages_cap` and friends), where the
+    // count ends inside a segment.
+    for cut in [it.count() / 2, it.count().saturating_sub(1), 1, 4097] {
+        let (mut it2, mut m2) = (it.clone(), m.clone());
+        it2.truncate(cut as u64);
+        m2.truncate(cut as u128);
+        for max in [1usize, 5, usize::MAX] {
+            assert_eq!(
+                it2.npages(max) as u128,
+                m2.npages(max as u128),
+                "{ctx}: npages({max}) cut {cut}"
+            );
+        }
+        assert_eq!(
+            it2.single_seg_count() as u128,
+            m2.single_seg_count(),
+            "{ctx}: single_seg_count cut {cut}"
+        );
+        assert_eq!(
+            it2.alignment() as u128,
+            m2.alignment(),
+            "{ctx}: alignment cut {cut}"
+        );
+        assert_eq!(
+            it2.gap_alignment() as u128,
+            m2.gap_alignment(),
+            "{ctx}: gap_alignment cut {cut}"
+        );
+        assert_eq!(
+            it2.is_aligned(511, 511),
+            m2.is_aligned(511, 511),
+            "{ctx}: is_aligned cut {cut}"
+        );
+    }
     assert!(ma.bytes() == mb.bytes(), "{ctx}: memory differs");
     assert_eq!(ma.gup, mb.gup, "{ctx}: GUP log");
     assert_eq!(ma.refs, mb.refs, "{ctx}: page references");
