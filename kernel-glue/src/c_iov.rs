@@ -269,6 +269,11 @@ impl<'a> CIovIter<'a> {
         self.state().count
     }
 
+    /// Bytes consumed since construction: the most [`Self::revert`] accepts.
+    pub fn consumed(&self) -> usize {
+        self.start_count.saturating_sub(self.count())
+    }
+
     /// `_copy_to_iter(src, src.len(), iter)`; `None` on a source iterator (the kernel WARNs).
     pub fn copy_to_iter(&mut self, src: &[u8]) -> Option<usize> {
         if self.dir != CDirection::Dest {
@@ -308,8 +313,7 @@ impl<'a> CIovIter<'a> {
     /// consumed since construction or `MAX_RW_COUNT` (the kernel would walk off the table, `BUG()`
     /// or `WARN`).
     pub fn revert(&mut self, bytes: usize) -> bool {
-        let consumed = self.start_count.saturating_sub(self.count());
-        if bytes > consumed || bytes > MAX_RW_COUNT {
+        if bytes > self.consumed() || bytes > MAX_RW_COUNT {
             return false;
         }
         // SAFETY: `bytes` does not exceed what was consumed, so the backward walk stays inside

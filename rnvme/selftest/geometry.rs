@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Random iterator geometries and operation sequences for the differential test.
+
+use core::fmt;
+
+use bvec::{Bvec, Page, PAGE_SIZE};
+use iov::{Iovec, Kvec};
+use kernel::prelude::*;
+use kernel_glue::KPage;
+
+use crate::arena::{Arena, MAX_COPY};
+use crate::rng::Rng;
+
+/// Most segments in one table.
+const MAX_SEGS: usize = 8;
+/// Most operations in one case.
+const MAX_OPS: usize = 10;
+
+/// The iterator kinds under test, in the order cases cycle through them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum KindSel {
+    Bvec,
+    Kvec,
+    Ubuf,
+    Iovec,
+}
+
+impl KindSel {
+    pub(crate) const ALL: [KindSel; 4] = [KindSel::Bvec, KindSel::Kvec, KindSel::Ubuf, KindSel::Iovec];
+
+    pub(crate) fn needs_user(self) -> bool {
+        matches!(self, KindSel::Ubuf | KindSel::Iovec)
+    }
+}
+
+/// A segment table (or user buffer) of one case.
+pub(crate) enum Table {
+    Bvec(KVec<Bvec<KPage>>),
+    Kvec(KVec<Kvec>),
+    Iovec(KVec<Iovec>),
+    Ubuf { addr: usize },
+}
+
+/// One operation, applied to both iterators.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Op {
+    /// `copy_to_iter` (DEST) or `copy_from_iter` (SOURCE) of this many bytes.
+    Copy(usize),
+    /// `iov_iter_zero`.
+    Zero(usize),
+    /// `iov_iter_advance`.
+    Advance(usize),
+    /// `iov_iter_revert` of `r % (consumed + 1)` bytes.
+    Revert(usize),
+    /// `iov_iter_npages(maxpages)`.
+    Npages(i32),
+    /// `iov_iter_alignment`.
+    Alignment,
+    /// `iov_iter_is_aligned(addr_mask, len_mask)`.
+    IsAligned(u32, u32),
+    /// `iov_iter_single_seg_count`.
+    SingleSeg,
+}
+
+/// A complete case: table, direction, count and operations.
+pub(crate) struct Case {
+    pub(crate) kind: KindSel,
+    pub(crate) table: Table,
+    pub(crate) source: bool,
+    pub(crate) count: usize,
+    pub(crate) ops: KVec<Op>,
+}
+
+/// A length in `1..=max`, biased towards small values and page-sized ones.
+fn seg_len(rng: &mut Rng, max: usize) -> usize {
+    if max == 0 {
+        return 0;
+    }
+    match rng.below(4) {
+        0 => rng.range(1, max.min(64)),
+        1 => rng.range(1, max.min(PAGE_SIZE)),
+        2 => max.min(PAGE_SIZE * rng.range(1, 3)),
+        _ => rng.range(1, max),
+    }
+}
+
+fn gen_bvec(rng: &mut Rng, arena: &Arena) -> Result<KVec<Bvec<KPage>>> {
+    let allocs = arena.mem.pool().allocations();
+    let n = rng.range(1, MAX_SEGS);
+    let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+    for _ in 0..n {
+        let Some(a) = allocs.get(rng.below(allocs.len())) else {
+            break;
+        };
+        let first = rng.below(a.nr_pages());
+        let room = a.len() - first * PAGE_SIZE;
+        // In-page offset, near the page end, or anywhere (bv_offset >= PAGE_SIZE).
+        let offset = match rng.below(3) {
+            0 => rng.below(PAGE_SIZE),
+            1 => PAGE_SIZE - rng.range(1, 64),
+            _ => rng.below(room),
+        };
+        let len = seg_len(rng, room - offset);
+        let bv = Bvec::new(a.page().nth(first), offset as u32, len as u32).map_err(|_| EINVAL)?;
+        v.push(bv, GFP_KERNEL)?;
+    }
+    Ok(v)
+}
+
+/// Segments inside `regions` (start, length); zero lengths included.
+fn gen_addr_segs(rng: &mut Rng, regions: &[(usize, usize)]) -> Result<KVec<(usize, usize)>> {
+    let n = if rng.chance(3) { 0 } else { rng.range(1, MAX_SEGS) };
+    let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+    for _ in 0..n {
+        let Some(&(addr, len)) = regions.get(rng.below(regions.len())) else {
+            break;
+        };
+        let start = rng.below(len + 1);
+        let l = if rng.chance(20) { 0 } else { seg_len(rng, len - start) };
+        v.push((addr + start, l), GFP_KERNEL)?;
+    }
+    Ok(v)
+}
+
+fn gen_ops(rng: &mut Rng, count: usize) -> Result<KVec<Op>> {
+    let n = rng.range(1, MAX_OPS);
+    let mut ops = KVec::with_capacity(n, GFP_KERNEL)?;
+    let bytes = |rng: &mut Rng| -> usize {
+        let v = match rng.below(4) {
+            0 | 1 => rng.range(0, count),
+            2 => count + rng.range(0, 100),
+            _ => rng.range(0, 64),
+        };
+        v.min(MAX_COPY)
+    };
+    const MASKS: [u32; 5] = [0, 1, 3, 511, 4095];
+    for _ in 0..n {
+        let op = match rng.below(100) {
+            0..=34 => Op::Copy(bytes(rng)),
+            35..=39 => Op::Zero(bytes(rng)),
+            40..=54 => Op::Advance(bytes(rng)),
+            55..=69 => Op::Revert(rng.below(usize::MAX)),
+            70..=79 => Op::Npages(pick(rng, &[1, 2, 3, 16, i32::MAX])),
+            80..=87 => Op::Alignment,
+            88..=94 => Op::IsAligned(pick(rng, &MASKS), pick(rng, &MASKS)),
+            _ => Op::SingleSeg,
+        };
+        ops.push(op, GFP_KERNEL)?;
+    }
+    Ok(ops)
+}
+
+/// A random element of `choices` (the default value for an empty slice).
+fn pick<T: Copy + Default>(rng: &mut Rng, choices: &[T]) -> T {
+    choices.get(rng.below(choices.len())).copied().unwrap_or_default()
+}
+
+/// Draws a count: usually the whole table, sometimes less.
+fn gen_count(rng: &mut Rng, total: usize) -> usize {
+    if rng.chance(75) {
+        total
+    } else {
+        rng.range(0, total)
+    }
+}
+
+impl Case {
+    /// A random case of kind `kind` over `arena`'s memory.
+    pub(crate) fn generate(rng: &mut Rng, arena: &Arena, kind: KindSel) -> Result<Self> {
+        let source = rng.chance(50);
+        let user = arena.mem.user().map_or((0, 0), |u| (u.addr(), u.len()));
+        let (table, total) = match kind {
+            KindSel::Bvec => {
+                let v = gen_bvec(rng, arena)?;
+                let total = v.iter().map(|b| b.len() as usize).sum();
+                (Table::Bvec(v), total)
+            }
+            KindSel::Kvec => {
+                let mut regions = KVec::with_capacity(arena.kregions.len(), GFP_KERNEL)?;
+                for r in arena.kregions.iter() {
+                    regions.push((r.addr, r.len), GFP_KERNEL)?;
+                }
+                let segs = gen_addr_segs(rng, &regions)?;
+                let mut v = KVec::with_capacity(segs.len(), GFP_KERNEL)?;
+                for &(base, len) in segs.iter() {
+                    v.push(Kvec::new(base, len), GFP_KERNEL)?;
+                }
+                let total = v.iter().map(|k| k.len).sum();
+                (Table::Kvec(v), total)
+            }
+            KindSel::Iovec => {
+                let segs = gen_addr_segs(rng, &[user])?;
+                let mut v = KVec::with_capacity(segs.len(), GFP_KERNEL)?;
+                for &(base, len) in segs.iter() {
+                    v.push(Iovec::new(base, len), GFP_KERNEL)?;
+                }
+                let total = v.iter().map(|k| k.len).sum();
+                (Table::Iovec(v), total)
+            }
+            KindSel::Ubuf => {
+                let off = rng.below(user.1 + 1);
+                let len = seg_len(rng, user.1 - off);
+                (Table::Ubuf { addr: user.0 + off }, len)
+            }
+        };
+        let count = gen_count(rng, total);
+        Ok(Self {
+            kind,
+            table,
+            source,
+            count,
+            ops: gen_ops(rng, count)?,
+        })
+    }
+}
+
+impl fmt::Display for Case {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dir = if self.source { "SOURCE" } else { "DEST" };
+        write!(f, "{:?} {} count={}", self.kind, dir, self.count)?;
+        match &self.table {
+            Table::Bvec(v) => {
+                for (i, b) in v.iter().enumerate() {
+                    write!(f, " [{i}: page={:#x} off={} len={}]", b.page().phys(), b.offset(), b.len())?;
+                }
+            }
+            Table::Kvec(v) => {
+                for (i, k) in v.iter().enumerate() {
+                    write!(f, " [{i}: base={:#x} len={}]", k.base, k.len)?;
+                }
+            }
+            Table::Iovec(v) => {
+                for (i, k) in v.iter().enumerate() {
+                    write!(f, " [{i}: base={:#x} len={}]", k.base, k.len)?;
+                }
+            }
+            Table::Ubuf { addr } => write!(f, " ubuf={addr:#x}")?,
+        }
+        write!(f, " ops=")?;
+        for op in self.ops.iter() {
+            write!(f, "{op:?};")?;
+        }
+        Ok(())
+    }
+}
