@@ -1,6 +1,7 @@
 //! Reference models used by the property tests (written independently of the crates under test).
 
 pub mod bvec_model;
+pub mod fuzz;
 pub mod iov_harness;
 pub mod iov_model;
 pub mod mem;
