@@ -1,5 +1,215 @@
-//! criterion entry point.
-use criterion::{criterion_group, criterion_main, Criterion};
-fn placeholder(_c: &mut Criterion) {}
-criterion_group!(benches, placeholder);
-criterion_main!(benches);
+//! criterion entry point: iov copy geometries, step dispatch, npages, bio construction and PRPs.
+//!
+//! Run with `cargo bench -p iovstack-benches` (add a filter such as `iov/copy_from_iter` to run
+//! one group). Methodology and results: `BENCHMARKS.md`.
+use std::hint::black_box;
+use std::time::Duration;
+
+use bio::{
+    Bio, BvecArray, DmaSegment, LimitsConfig, Op, PremappedPages, PrpListPage, PrpLists,
+    QueueLimits,
+};
+use bvec::{Pfn, PAGE_SIZE};
+use criterion::{criterion_main, Criterion, Throughput};
+use iov::{IovIter, Source};
+use iovstack_benches::bio_paths::{
+    bio_borrow, bio_copy, prps_from_tag, prps_per_io, scattered_table, tag_pages, MAX_SG,
+};
+use iovstack_benches::kunit::{self, Tables, CHUNK, NPAGES, PAGE_BVEC, TOTAL};
+use iovstack_benches::npages::{ragged_table, table_bytes, walk_npages};
+use iovstack_benches::tiled::{AlignedBuf, TiledMem};
+
+/// Refuses to time a benchmark whose work is not the whole 256 MiB.
+fn expect_total(name: &str, moved: usize) {
+    assert_eq!(
+        moved, TOTAL,
+        "{name} moved {moved} bytes instead of {TOTAL}"
+    );
+}
+
+/// The kunit geometries (§8.3), each moving 256 MiB out of the iterator, plus the ceilings.
+fn copy_from_iter(c: &mut Criterion) {
+    let t = Tables::new(NPAGES);
+    let mut mem = TiledMem::new(TOTAL);
+    let mut scratch = AlignedBuf::new(CHUNK);
+    type Run = fn(&mut TiledMem, &Tables, &mut [u8]) -> usize;
+    let runs: [(&str, Run); 8] = [
+        ("memcpy_4k", |m, _, s| kunit::memcpy_4k(m, NPAGES, s)),
+        ("ubuf", |m, _, s| kunit::ubuf(m, NPAGES, s)),
+        ("memcpy", |m, t, s| kunit::memcpy_chunked(m, t.total, s)),
+        ("iovec", kunit::iovec),
+        ("kvec", kunit::kvec),
+        ("bvec", kunit::bvec),
+        ("bvec_split", |m, _, s| kunit::bvec_split(m, NPAGES, s)),
+        ("page_list", kunit::page_list),
+    ];
+    let mut g = c.benchmark_group("iov/copy_from_iter");
+    g.throughput(Throughput::Bytes(TOTAL as u64))
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(6));
+    for (name, run) in runs {
+        expect_total(name, run(&mut mem, &t, scratch.as_mut_slice()));
+        g.bench_function(name, |b| {
+            b.iter(|| run(&mut mem, black_box(&t), scratch.as_mut_slice()))
+        });
+    }
+    g.finish();
+}
+
+/// The same BVEC copy with the step monomorphised into the engine and through `dyn Step`.
+fn step_dispatch(c: &mut Criterion) {
+    let t = Tables::new(NPAGES);
+    let mem = TiledMem::new(TOTAL);
+    let mut scratch = AlignedBuf::new(CHUNK);
+    expect_total(
+        "generic",
+        kunit::bvec_generic_step(&mem, &t, scratch.as_mut_slice()),
+    );
+    expect_total(
+        "dyn",
+        kunit::bvec_dyn_step(&mem, &t, scratch.as_mut_slice()),
+    );
+    let mut g = c.benchmark_group("iov/step");
+    g.throughput(Throughput::Bytes(TOTAL as u64))
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(6));
+    g.bench_function("bvec_generic", |b| {
+        b.iter(|| kunit::bvec_generic_step(&mem, black_box(&t), scratch.as_mut_slice()))
+    });
+    g.bench_function("bvec_dyn", |b| {
+        b.iter(|| kunit::bvec_dyn_step(&mem, black_box(&t), scratch.as_mut_slice()))
+    });
+    g.finish();
+}
+
+/// `npages` on a 65,536-segment BVEC iterator positioned 100 bytes in.
+fn npages(c: &mut Criterion) {
+    let uniform = vec![PAGE_BVEC; NPAGES];
+    let ragged = ragged_table(NPAGES);
+    let make = |table| {
+        let mut it = IovIter::<Pfn, Source>::bvec(table, table_bytes(table)).ok()?;
+        it.advance(100);
+        Some(it)
+    };
+    let (Some(u), Some(r)) = (make(&uniform), make(&ragged)) else {
+        panic!("benchmark tables rejected");
+    };
+    let mut g = c.benchmark_group("iov/npages");
+    g.sample_size(20)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(1));
+    g.bench_function("bvec65536/crate_o1", |b| {
+        b.iter(|| black_box(&u).npages(black_box(usize::MAX)))
+    });
+    g.bench_function("bvec65536/walk", |b| {
+        b.iter(|| {
+            let it = black_box(&u);
+            let (rest, skip) = it.bvec_table().unwrap_or((&[], 0));
+            walk_npages(rest, skip, it.count(), black_box(usize::MAX))
+        })
+    });
+    g.bench_function("bvec65536/crate_ragged_walk", |b| {
+        b.iter(|| black_box(&r).npages(black_box(usize::MAX)))
+    });
+    g.finish();
+}
+
+/// Bio from a BVEC iterator: borrowing its table vs copying it, by segment count.
+fn bio_from_bvec_iter(c: &mut Criterion) {
+    let lim = QueueLimits::new(&LimitsConfig::default()).unwrap_or_else(|e| panic!("{e}"));
+    let mut mem = TiledMem::new(1 << 30);
+    let mut storage = BvecArray::<Pfn, 256>::new(PAGE_BVEC);
+    let mut pages = [Pfn(0); 256];
+    let mut g = c.benchmark_group("bio/from_bvec_iter");
+    g.sample_size(20)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(1));
+    for nsegs in [1usize, 8, 16, 64, 128, 256] {
+        let table = scattered_table(nsegs);
+        let len = nsegs * PAGE_SIZE;
+        let it = IovIter::<Pfn, Source>::bvec(&table, len).unwrap_or_else(|e| panic!("{e}"));
+        let sizes = (
+            bio_borrow(&it).map(|b| b.size()),
+            bio_copy(&it, storage.as_mut_slice(), &mut pages, &lim, &mut mem).map(|b| b.size()),
+        );
+        assert_eq!(
+            sizes,
+            (Some(len as u32), Some(len as u32)),
+            "{nsegs} segments"
+        );
+        g.bench_function(format!("borrow/{nsegs}"), |b| {
+            b.iter(|| bio_borrow(black_box(&it)).map(|b| black_box(b).size()))
+        });
+        g.bench_function(format!("borrow_with_iter_init/{nsegs}"), |b| {
+            b.iter(|| {
+                let it = IovIter::<Pfn, Source>::bvec(black_box(&table), len).ok()?;
+                bio_borrow(&it).map(|b| black_box(b).size())
+            })
+        });
+        g.bench_function(format!("copy/{nsegs}"), |b| {
+            b.iter(|| {
+                bio_copy(
+                    black_box(&it),
+                    storage.as_mut_slice(),
+                    &mut pages,
+                    &lim,
+                    &mut mem,
+                )
+                .map(|b| black_box(b).size())
+            })
+        });
+    }
+    g.finish();
+}
+
+/// NVMe PRPs: mapping the request per I/O vs arithmetic on a premapped DMA tag.
+fn prps(c: &mut Criterion) {
+    let lim = QueueLimits::new(&LimitsConfig::default()).unwrap_or_else(|e| panic!("{e}"));
+    let mut list_pages: [PrpListPage; 1] = [[0; 512]];
+    let list_dma = [0x8000_0000u64];
+    let mut sg = [(0u64, 0u32); MAX_SG];
+    let mut dma = [DmaSegment::new(0, 0); MAX_SG];
+    let mut g = c.benchmark_group("bio/prps");
+    g.sample_size(20)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(1));
+    for kib in [4usize, 16, 64, 128] {
+        let npages = kib * 1024 / PAGE_SIZE;
+        let len = (kib * 1024) as u32;
+        let table = scattered_table(npages);
+        let bio = Bio::from_table(Op::Write, 0, &table, len).unwrap_or_else(|e| panic!("{e}"));
+        let tag_table = tag_pages(&table);
+        let tag =
+            PremappedPages::new(&tag_table, 0, u64::from(len)).unwrap_or_else(|e| panic!("{e}"));
+        g.bench_function(format!("per_io/{kib}K"), |b| {
+            b.iter(|| {
+                let mut lists = PrpLists::new(&mut list_pages, &list_dma).ok()?;
+                prps_per_io(black_box(&bio), &lim, &mut sg, &mut dma, &mut lists)
+            })
+        });
+        g.bench_function(format!("tag/{kib}K"), |b| {
+            b.iter(|| {
+                let mut lists = PrpLists::new(&mut list_pages, &list_dma).ok()?;
+                prps_from_tag(black_box(&tag), black_box(len), &mut lists)
+            })
+        });
+    }
+    g.finish();
+}
+
+/// The benchmark list (`criterion_group!` makes an undocumented `pub fn`, hence the module).
+mod group {
+    #![allow(missing_docs)]
+    use super::{bio_from_bvec_iter, copy_from_iter, npages, prps, step_dispatch};
+    criterion::criterion_group!(
+        benches,
+        copy_from_iter,
+        step_dispatch,
+        npages,
+        bio_from_bvec_iter,
+        prps
+    );
+}
+criterion_main!(group::benches);
