@@ -33,7 +33,7 @@ impl Reader<'_> {
         usize::from(u16::from_le_bytes([self.u8(), self.u8()]))
     }
     fn u32(&mut self) -> usize {
-        self.u16() | self.u16() << 16
+        self.u16() | (self.u16() << 16)
     }
 }
 
