@@ -16,6 +16,7 @@ use iovstack_tests::fuzz;
 const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("bvec_advance", fuzz::bvec_advance::run),
     ("bvec_split", fuzz::bvec_split::run),
+    ("iov_ops", fuzz::iov_ops::run),
 ];
 
 fn fuzz_dir() -> PathBuf {

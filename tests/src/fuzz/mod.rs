@@ -8,4 +8,5 @@
 pub mod bvec_advance;
 pub mod bvec_split;
 pub mod input;
+pub mod iov_ops;
 pub mod oracle;
