@@ -65,6 +65,11 @@ void *rnvme_glue_page_address(const struct page *page)
 	return page_address(page);
 }
 
+struct page *rnvme_glue_virt_to_page(const void *addr)
+{
+	return virt_to_page(addr);
+}
+
 void rnvme_glue_iov_iter_ubuf(struct iov_iter *i, unsigned int direction, void __user *buf,
 			      size_t count)
 {
@@ -87,6 +92,11 @@ unsigned long rnvme_glue_clear_user(void __user *to, unsigned long n)
 unsigned long rnvme_glue_vm_mmap_anon(unsigned long len)
 {
 	return vm_mmap(NULL, 0, len, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, 0);
+}
+
+void rnvme_glue_cond_resched(void)
+{
+	cond_resched();
 }
 
 const struct mm_struct *rnvme_glue_current_mm(void)

@@ -19,6 +19,8 @@ struct page;
 phys_addr_t rnvme_glue_page_to_phys(const struct page *page);
 /* page_address(): the direct-map address of a (lowmem) page. */
 void *rnvme_glue_page_address(const struct page *page);
+/* virt_to_page() of a direct-map (kmalloc/page allocator) address. */
+struct page *rnvme_glue_virt_to_page(const void *addr);
 /* iov_iter_ubuf(). */
 void rnvme_glue_iov_iter_ubuf(struct iov_iter *i, unsigned int direction, void __user *buf,
 			      size_t count);
@@ -28,6 +30,8 @@ void rnvme_glue_iov_iter_save_state(const struct iov_iter *i, struct iov_iter_st
 unsigned long rnvme_glue_clear_user(void __user *to, unsigned long n);
 /* vm_mmap() of an anonymous private read/write mapping of len bytes in current->mm. */
 unsigned long rnvme_glue_vm_mmap_anon(unsigned long len);
+/* cond_resched(). */
+void rnvme_glue_cond_resched(void);
 /* current->mm (NULL in kernel threads). */
 const struct mm_struct *rnvme_glue_current_mm(void);
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Build iovstack_selftest.ko and run it in the QEMU guest.
 #
-#   scripts/test-module.sh [normal|debug] [--no-inject]
+#   scripts/test-module.sh [normal|debug] [--no-inject] [--seed N] [--cases N]
 #
-#   1. normal run: tests/qemu/guest-tests/[0-9]*.sh (smoke + differential test) must pass;
+#   1. normal run: tests/qemu/guest-tests/[0-9]*.sh (smoke + differential test) must pass
+#      (--seed/--cases choose the random cases; defaults in rnvme/selftest/params.c);
 #   2. fault-injection run (skipped with --no-inject): the module loaded with inject_fault=1
 #      (tests/qemu/guest-tests/selftest/90-iovstack-inject-fault.sh) must make the run FAIL,
 #      and the console log must show why: a non-zero mismatch count and `selftest: FAIL`.
@@ -15,12 +16,15 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 variant=normal
 inject=1
-for a in "$@"; do
-    case "$a" in
-        normal|debug) variant="$a" ;;
-        --no-inject) inject=0 ;;
-        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
-        *) die "unknown argument '$a'" ;;
+append=""
+while (($#)); do
+    case "$1" in
+        normal|debug) variant="$1"; shift ;;
+        --no-inject) inject=0; shift ;;
+        --seed) append+=" iovstack_seed=$2"; shift 2 ;;
+        --cases) append+=" iovstack_cases=$2"; shift 2 ;;
+        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        *) die "unknown argument '$1'" ;;
     esac
 done
 q="$RNVME_REPO/tests/qemu"
@@ -43,7 +47,7 @@ failed=0
 log1="$RNVME_CACHE/logs/iovstack-$variant-$stamp.log"
 img=$("$q/mkinitramfs.sh" "${common[@]}" "${tests[@]}" -o "$RNVME_CACHE/initramfs/iovstack-$variant.cpio")
 rc=0
-"$q/run-guest.sh" -k "$variant" -i "$img" --nvme 0 -l "$log1" || rc=$?
+"$q/run-guest.sh" -k "$variant" -i "$img" --nvme 0 -l "$log1" --append "$append" || rc=$?
 summary=$(grep -aE 'differential: [0-9]+ cases, [0-9]+ mismatches' "$log1" | tail -n1 | tr -d '\r' || true)
 if [[ $rc -eq 0 ]]; then
     log "normal run: PASS -- ${summary:-no summary line}"

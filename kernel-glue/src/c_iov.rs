@@ -11,10 +11,9 @@
 //! inputs on which the C code would misbehave or `WARN` (wrong-direction copies, reverts past the
 //! start). Within those limits every call is the kernel's exported function, unchanged.
 
-use core::marker::PhantomData;
 use core::mem::{offset_of, size_of};
 
-use bvec::Bvec;
+use bvec::{Bvec, Page, PAGE_SIZE};
 use kernel::{bindings, ffi};
 
 use crate::{helpers, kpage::bio_vec_ptr, CheckedMemory, KPage};
@@ -95,8 +94,8 @@ const _: () = {
 /// # Invariants
 ///
 /// - `iter` was initialised by `iov_iter_bvec`, `iov_iter_kvec`, `iov_iter_init` or
-///   `iov_iter_ubuf` over a segment table borrowed for `'a`, whose segments lie in memory
-///   borrowed exclusively for `'a` (pages and kernel buffers) or in user space, and with a
+///   `iov_iter_ubuf` over the segment table `segs` (borrowed for `'a`), whose segments lie in
+///   `mem` (borrowed exclusively for `'a`; pages and kernel buffers) or in user space, and with a
 ///   `count` no larger than the segments' total.
 /// - `iter` is only changed by the kernel's iterator functions, with arguments that keep the
 ///   above true (`revert` never goes before the start).
@@ -104,9 +103,18 @@ const _: () = {
 pub struct CIovIter<'a> {
     iter: bindings::iov_iter,
     dir: CDirection,
-    vector: bool,
+    segs: Segs<'a>,
     start_count: usize,
-    _borrows: PhantomData<(&'a [u8], &'a mut CheckedMemory)>,
+    mem: &'a mut CheckedMemory,
+}
+
+/// The segment table an iterator was built over.
+#[derive(Clone, Copy)]
+enum Segs<'a> {
+    Bvec(&'a [Bvec<KPage>]),
+    Kvec(&'a [iov::Kvec]),
+    Iovec,
+    Ubuf,
 }
 
 impl core::fmt::Debug for CIovIter<'_> {
@@ -157,7 +165,7 @@ impl<'a> CIovIter<'a> {
             bindings::iov_iter_bvec(&mut iter, dir.raw(), bio_vec_ptr(table), table.len(), count)
         };
         // INVARIANT: initialised by `iov_iter_bvec` over checked segments and count.
-        Ok(Self::new(iter, dir, true, count))
+        Ok(Self::new(iter, dir, Segs::Bvec(table), count, mem))
     }
 
     /// `iov_iter_kvec(dir, table, table.len(), count)`.
@@ -194,7 +202,7 @@ impl<'a> CIovIter<'a> {
             )
         };
         // INVARIANT: initialised by `iov_iter_kvec` over checked segments and count.
-        Ok(Self::new(iter, dir, true, count))
+        Ok(Self::new(iter, dir, Segs::Kvec(table), count, mem))
     }
 
     /// `iov_iter_init(dir, table, table.len(), count)`: an `ITER_IOVEC` over user addresses.
@@ -207,6 +215,7 @@ impl<'a> CIovIter<'a> {
     pub fn iovec(
         dir: CDirection,
         table: &'a [iov::Iovec],
+        mem: &'a mut CheckedMemory,
         count: usize,
     ) -> Result<Self, CIterError> {
         let total = table.iter().map(|v| v.len as u64).sum();
@@ -224,26 +233,34 @@ impl<'a> CIovIter<'a> {
             )
         };
         // INVARIANT: initialised by `iov_iter_init` over a table of sufficient total length.
-        Ok(Self::new(iter, dir, true, count))
+        Ok(Self::new(iter, dir, Segs::Iovec, count, mem))
     }
 
     /// `iov_iter_ubuf(dir, addr, count)`: one user buffer.
-    pub fn ubuf(dir: CDirection, addr: usize, count: usize) -> Self {
+    ///
+    /// `mem` is borrowed only for [`Self::copy_page_to_iter`] and friends.
+    pub fn ubuf(dir: CDirection, addr: usize, mem: &'a mut CheckedMemory, count: usize) -> Self {
         let mut iter = bindings::iov_iter::default();
         // SAFETY: `iter` is valid to initialise; the buffer is a user address, accessed only
         // through `copy_*_user`.
         unsafe { helpers::rnvme_glue_iov_iter_ubuf(&mut iter, dir.raw(), addr as *mut _, count) };
         // INVARIANT: initialised by `iov_iter_ubuf`; a user buffer has no table to run off.
-        Self::new(iter, dir, false, count)
+        Self::new(iter, dir, Segs::Ubuf, count, mem)
     }
 
-    fn new(iter: bindings::iov_iter, dir: CDirection, vector: bool, count: usize) -> Self {
+    fn new(
+        iter: bindings::iov_iter,
+        dir: CDirection,
+        segs: Segs<'a>,
+        count: usize,
+        mem: &'a mut CheckedMemory,
+    ) -> Self {
         Self {
             iter,
             dir,
-            vector,
+            segs,
             start_count: count,
-            _borrows: PhantomData,
+            mem,
         }
     }
 
@@ -337,7 +354,7 @@ impl<'a> CIovIter<'a> {
     /// Whether the current segment pointer of a vector iterator is past the end of its table.
     fn exhausted_vector(&self) -> bool {
         let st = self.state();
-        self.vector && st.count == 0 && st.nr_segs == 0
+        !matches!(self.segs, Segs::Ubuf) && st.count == 0 && st.nr_segs == 0
     }
 
     /// `iov_iter_alignment(iter)`; `None` for an exhausted vector iterator, where the kernel's
@@ -358,5 +375,85 @@ impl<'a> CIovIter<'a> {
         }
         // SAFETY: as for `alignment`.
         Some(unsafe { bindings::iov_iter_is_aligned(&self.iter, addr_mask, len_mask) })
+    }
+
+    /// Whether bytes `offset .. offset + len` of pool page `page` overlap the iterator's memory.
+    fn overlaps(&self, page: KPage, offset: usize, len: usize) -> bool {
+        match self.segs {
+            Segs::Iovec | Segs::Ubuf => false,
+            Segs::Bvec(t) => {
+                let start = page.phys() + offset as u64;
+                let end = start + len as u64;
+                t.iter().any(|bv| {
+                    let s = bv.phys();
+                    s < end && start < s + u64::from(bv.len())
+                })
+            }
+            Segs::Kvec(t) => {
+                let Some(v) = self.mem.page_virt(page, offset) else {
+                    return true;
+                };
+                t.iter()
+                    .any(|k| k.len > 0 && k.base < v + len && v < k.base.saturating_add(k.len))
+            }
+        }
+    }
+
+    /// Whether the page range may be handed to `copy_page_{to,from}_iter`: inside one page of
+    /// the pool (`page_copy_sane` would WARN otherwise) and disjoint from the iterator's memory
+    /// (the kernel's `memcpy` must not see overlapping buffers).
+    fn page_range_ok(&self, page: KPage, offset: usize, bytes: usize) -> bool {
+        offset.checked_add(bytes).is_some_and(|end| end <= PAGE_SIZE)
+            && self
+                .mem
+                .pool()
+                .contains_range(page, offset as u64, bytes as u64)
+            && !self.overlaps(page, offset, bytes)
+    }
+
+    /// `copy_page_to_iter(page, offset, bytes, iter)`; `None` on a source iterator or for a page
+    /// range refused by the checks above.
+    pub fn copy_page_to_iter(&mut self, page: KPage, offset: usize, bytes: usize) -> Option<usize> {
+        if self.dir != CDirection::Dest || !self.page_range_ok(page, offset, bytes) {
+            return None;
+        }
+        // SAFETY: the range lies in one page of the pool (mapped, owned by `mem`, borrowed by
+        // `self`) and does not overlap the iterator's memory; the iterator writes only to
+        // checked memory or user space (type invariant).
+        Some(unsafe { bindings::copy_page_to_iter(page.as_ptr(), offset, bytes, &mut self.iter) })
+    }
+
+    /// `copy_page_from_iter(page, offset, bytes, iter)`; `None` on a destination iterator or for
+    /// a refused page range.
+    pub fn copy_page_from_iter(&mut self, page: KPage, offset: usize, bytes: usize) -> Option<usize> {
+        if self.dir != CDirection::Source || !self.page_range_ok(page, offset, bytes) {
+            return None;
+        }
+        // SAFETY: as in `copy_page_to_iter`, with the page as the destination.
+        Some(unsafe { bindings::copy_page_from_iter(page.as_ptr(), offset, bytes, &mut self.iter) })
+    }
+
+    /// `iov_iter_extract_pages(iter, &pages, maxsize, pages.len(), 0, &offset0)`: `Ok((size,
+    /// offset0))` or `Err(errno)`. `None` (not run) for user-backed iterators, whose pages the
+    /// kernel would pin, and for an empty `pages` (the kernel WARNs).
+    pub fn extract_pages(&mut self, pages: &mut [KPage], maxsize: usize) -> Option<Result<(usize, usize), i32>> {
+        if pages.is_empty() || matches!(self.segs, Segs::Iovec | Segs::Ubuf) {
+            return None;
+        }
+        let maxpages = u32::try_from(pages.len()).unwrap_or(u32::MAX);
+        let mut arr = pages.as_mut_ptr().cast::<*mut bindings::page>();
+        let mut offset0 = 0usize;
+        // SAFETY: `arr` points to `pages.len()` writable slots of `struct page *` (`KPage` is a
+        // transparent `struct page *`); as it is non-NULL the kernel fills it instead of
+        // allocating. BVEC/KVEC extraction takes no references and reads only the table, within
+        // `count` (type invariant).
+        let r = unsafe {
+            bindings::iov_iter_extract_pages(&mut self.iter, &mut arr, maxsize, maxpages, 0, &mut offset0)
+        };
+        Some(if r < 0 {
+            Err(r as i32)
+        } else {
+            Ok((r as usize, offset0))
+        })
     }
 }

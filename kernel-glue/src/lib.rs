@@ -16,7 +16,7 @@
 //! - [`UserMapping`]: an anonymous mapping in the current process (`vm_mmap`);
 //! - [`CheckedMemory`]: pages, kernel buffers and a user mapping, every access range-checked;
 //! - [`c_iov`]: the kernel's own `struct iov_iter`, for differential tests;
-//! - [`params`]: C-declared module parameters.
+//! - [`params`]: C-declared module parameters; [`sched`]: `cond_resched`.
 //!
 //! Built by Kbuild only (see `rnvme/Kbuild`), which adds `#![no_std]` and the kernel's lints.
 
@@ -29,6 +29,7 @@ mod user;
 
 pub mod c_iov;
 pub mod params;
+pub mod sched;
 
 pub use kpage::KPage;
 pub use memory::CheckedMemory;

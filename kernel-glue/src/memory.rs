@@ -116,6 +116,14 @@ impl CheckedMemory {
         self.user.as_ref()
     }
 
+    /// Kernel (direct-map) address of byte `offset` of pool page `page`, if it is one.
+    pub fn page_virt(&self, page: KPage, offset: usize) -> Option<usize> {
+        self.pool.allocations().iter().find_map(|a| {
+            let idx = a.index_of(page)?;
+            Some(a.virt_addr() + idx * PAGE_SIZE + offset)
+        })
+    }
+
     /// Whether `addr .. addr + len` lies inside one kernel buffer or one page allocation's
     /// direct-map range. `len == 0` is accepted anywhere (nothing would be touched).
     pub fn contains_kernel_range(&self, addr: usize, len: usize) -> bool {
@@ -284,13 +292,27 @@ impl KernelMemory<KPage> for CheckedMemory {
         }
     }
 
-    /// `virt_to_page` for addresses inside a page allocation of the pool; `None` for kmalloc'd
-    /// buffers (their slab pages are not in the pool, so no page memory could reach them).
+    /// `virt_to_page(addr)` when the page holding `addr` contains bytes of one of the memory's
+    /// regions (callers pass page-aligned addresses, whose page a region may start inside), `None`
+    /// otherwise. Pages of kmalloc'd buffers are slab pages outside the pool: [`PageMemory`]
+    /// refuses them, but their handles are what `iov_iter_extract_pages` returns for a kvec.
     fn kernel_page(&self, addr: usize) -> Option<KPage> {
-        match self.locate(addr, 1)? {
-            (Region::Pages, i, off) => Some(self.pool.get(i)?.page().nth(off / PAGE_SIZE)),
-            (Region::Buffer, _, _) => None,
+        let start = addr & !(PAGE_SIZE - 1);
+        let end = start.checked_add(PAGE_SIZE)?;
+        let meets = |base: usize, len: usize| base < end && start < base.saturating_add(len);
+        for a in self.pool.allocations() {
+            if meets(a.virt_addr(), a.len()) {
+                // The allocation is page aligned, so `start` is one of its pages.
+                return Some(a.page().nth((start - a.virt_addr()) / PAGE_SIZE));
+            }
         }
+        if self.bufs.iter().any(|b| meets(b.as_ptr() as usize, b.len())) {
+            // SAFETY: the page holding `start` contains bytes of a kmalloc'd buffer we own, so
+            // it is a direct-map page, for which `virt_to_page` is defined.
+            let page = unsafe { helpers::rnvme_glue_virt_to_page(start as *const _) };
+            return Some(KPage::from_ptr(page));
+        }
+        None
     }
 
     /// A no-op: the pool owns its pages for its whole lifetime, which outlives every iterator

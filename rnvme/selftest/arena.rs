@@ -3,7 +3,7 @@
 //! The memory every differential case runs on: pages, kmalloc'd buffers and a user mapping.
 
 use kernel::{alloc::KVVec, prelude::*};
-use kernel_glue::CheckedMemory;
+use kernel_glue::{CheckedMemory, KPage};
 
 use crate::rng::Rng;
 
@@ -44,6 +44,10 @@ pub(crate) struct Arena {
     pub(crate) kregions: KVec<KernelRegion>,
     /// Whether a user mapping could be made (module init runs in `insmod`'s process).
     pub(crate) have_user: bool,
+    /// Number of page allocations segment tables may use (the first ones in the pool).
+    pub(crate) table_allocs: usize,
+    /// A page no table uses: the page argument of `copy_page_{to,from}_iter`.
+    pub(crate) page_src: KPage,
 }
 
 impl Arena {
@@ -53,6 +57,9 @@ impl Arena {
         for order in PAGE_ORDERS {
             mem.alloc_pages(order)?;
         }
+        let table_allocs = mem.pool().len();
+        let src_idx = mem.alloc_pages(0)?;
+        let page_src = mem.pool().get(src_idx).ok_or(EINVAL)?.page();
         for size in BUFFER_SIZES {
             mem.alloc_buffer(size)?;
         }
@@ -70,7 +77,7 @@ impl Arena {
             };
             kregions.push(KernelRegion { addr, len: buf.len() }, GFP_KERNEL)?;
         }
-        for a in mem.pool().allocations() {
+        for a in mem.pool().allocations().iter().take(table_allocs) {
             kregions.push(KernelRegion { addr: a.virt_addr(), len: a.len() }, GFP_KERNEL)?;
         }
         let total = mem.total_len();
@@ -87,6 +94,8 @@ impl Arena {
             dst: KVVec::from_elem(0u8, MAX_COPY, GFP_KERNEL)?,
             kregions,
             have_user,
+            table_allocs,
+            page_src,
         })
     }
 

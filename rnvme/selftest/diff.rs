@@ -9,7 +9,7 @@
 //! (`count`, `nr_segs`, `iov_offset`) are recorded; at the end the whole arena is snapshotted.
 //! Any difference is a mismatch.
 
-use bvec::Bvec;
+use bvec::{Bvec, Page, PAGE_SIZE};
 use iov::{AnyDir, Dest, FixedDirection, IovError, IovIter, Iovec, Kvec, Source};
 use kernel::prelude::*;
 use kernel_glue::{
@@ -25,6 +25,29 @@ use crate::rng::{digest, Rng};
 const NOT_RUN: u64 = u64::MAX;
 /// Mismatches printed in full.
 const MAX_REPORTED: usize = 5;
+/// Most page slots an `Extract` operation offers.
+const MAX_EXTRACT: usize = 6;
+
+/// Observation of an extraction: the size (or negative errno) and a digest of `offset0` and the
+/// physical addresses of the pages filled in.
+fn extract_obs(r: Result<(usize, usize), i32>, pages: &[KPage]) -> (u64, u64) {
+    match r {
+        Err(e) => (e as i64 as u64, 0),
+        Ok((size, offset0)) => {
+            let n = if size == 0 { 0 } else { (offset0 + size).div_ceil(PAGE_SIZE) };
+            let mut bytes = KVec::new();
+            let mut h = digest(&offset0.to_le_bytes());
+            for p in pages.iter().take(n) {
+                if bytes.extend_from_slice(&p.phys().to_le_bytes(), GFP_KERNEL).is_err() {
+                    break;
+                }
+            }
+            h ^= digest(&bytes).rotate_left(1);
+            (size as u64, h)
+        }
+    }
+}
+
 /// Byte written to the destination buffer before `copy_from_iter`, to see bytes not copied.
 const POISON: u8 = 0x5a;
 
@@ -55,6 +78,8 @@ pub(crate) struct Summary {
     pub(crate) short_copies: usize,
     /// Reverts of a non-zero amount.
     pub(crate) reverts: usize,
+    /// Extractions that returned pages.
+    pub(crate) extracts: usize,
 }
 
 /// The amount a `Revert(r)` unrolls for an iterator that consumed `consumed` bytes.
@@ -72,13 +97,14 @@ fn c_dir(source: bool) -> CDirection {
 
 /// Runs `case` through the kernel's iterator, appending one observation per operation.
 fn run_c(arena: &mut Arena, case: &Case, log: &mut KVec<Obs>) -> Result {
-    let Arena { mem, src, dst, .. } = arena;
+    let Arena { mem, src, dst, page_src, .. } = arena;
+    let page_src = *page_src;
     let dir = c_dir(case.source);
     let mut it = match &case.table {
         Table::Bvec(v) => CIovIter::bvec(dir, v, mem, case.count),
         Table::Kvec(v) => CIovIter::kvec(dir, v, mem, case.count),
-        Table::Iovec(v) => CIovIter::iovec(dir, v, case.count),
-        Table::Ubuf { addr } => Ok(CIovIter::ubuf(dir, *addr, case.count)),
+        Table::Iovec(v) => CIovIter::iovec(dir, v, mem, case.count),
+        Table::Ubuf { addr } => Ok(CIovIter::ubuf(dir, *addr, mem, case.count)),
     }
     .map_err(|e| {
         pr_err!("cannot build the kernel iterator: {}\n", e);
@@ -110,6 +136,22 @@ fn run_c(arena: &mut Arena, case: &Case, log: &mut KVec<Obs>) -> Result {
             Op::Alignment => (it.alignment().map_or(NOT_RUN, |v| v as u64), 0),
             Op::IsAligned(am, lm) => (it.is_aligned(am, lm).map_or(NOT_RUN, u64::from), 0),
             Op::SingleSeg => (it.single_seg_count() as u64, 0),
+            Op::CopyPage { offset, bytes } => {
+                let r = if case.source {
+                    it.copy_page_from_iter(page_src, offset, bytes)
+                } else {
+                    it.copy_page_to_iter(page_src, offset, bytes)
+                };
+                (r.map_or(NOT_RUN, |r| r as u64), 0)
+            }
+            Op::Extract { maxsize, maxpages } => {
+                let mut pages = [page_src; MAX_EXTRACT];
+                let slots = pages.get_mut(..maxpages).ok_or(EINVAL)?;
+                match it.extract_pages(slots, maxsize) {
+                    None => (NOT_RUN, 0),
+                    Some(r) => extract_obs(r, slots),
+                }
+            }
         };
         let st = it.state();
         log.push(
@@ -152,7 +194,8 @@ fn exhausted_vector(case: &Case, it: &IovIter<'_, KPage, AnyDir>) -> bool {
 
 /// Runs `case` through [`iov::IovIter`], appending one observation per operation.
 fn run_rust(arena: &mut Arena, case: &Case, log: &mut KVec<Obs>) -> Result {
-    let Arena { mem, src, dst, .. } = arena;
+    let Arena { mem, src, dst, page_src, .. } = arena;
+    let page_src = *page_src;
     let built = if case.source { build::<Source>(case) } else { build::<Dest>(case) };
     let mut it = built.map_err(|e| {
         pr_err!("cannot build our iterator: {}\n", e);
@@ -196,6 +239,24 @@ fn run_rust(arena: &mut Arena, case: &Case, log: &mut KVec<Obs>) -> Result {
                 }
             }
             Op::SingleSeg => (it.single_seg_count() as u64, 0),
+            Op::CopyPage { offset, bytes } => {
+                let r = if case.source {
+                    it.copy_page_from_iter(mem, page_src, offset, bytes)
+                } else {
+                    it.copy_page_to_iter(mem, page_src, offset, bytes)
+                };
+                (r as u64, 0)
+            }
+            Op::Extract { maxsize, maxpages } => {
+                if case.kind.needs_user() {
+                    (NOT_RUN, 0)
+                } else {
+                    let mut pages = [page_src; MAX_EXTRACT];
+                    let slots = pages.get_mut(..maxpages).ok_or(EINVAL)?;
+                    let r = it.extract_pages(mem, slots, maxsize).map_err(|e| e.to_errno());
+                    extract_obs(r, slots)
+                }
+            }
         };
         log.push(
             Obs {
@@ -269,6 +330,9 @@ pub(crate) fn run(seed: u64, total: usize, inject: bool) -> Result<Summary> {
             continue;
         }
         let idx = sum.cases;
+        if idx % 64 == 0 {
+            kernel_glue::sched::cond_resched();
+        }
         let case = Case::generate(&mut rng, &arena, kind)?;
 
         let mut log_c = KVec::with_capacity(case.ops.len(), GFP_KERNEL)?;
@@ -290,11 +354,14 @@ pub(crate) fn run(seed: u64, total: usize, inject: bool) -> Result<Summary> {
         let report = sum.mismatches < MAX_REPORTED;
         for (op, obs) in case.ops.iter().zip(log_c.iter()) {
             match *op {
-                Op::Copy(n) | Op::Zero(n) => {
+                Op::Copy(n) | Op::Zero(n) | Op::CopyPage { bytes: n, .. } if obs.ret != NOT_RUN => {
                     sum.bytes += obs.ret;
                     if obs.ret < n as u64 {
                         sum.short_copies += 1;
                     }
+                }
+                Op::Extract { .. } if obs.ret != NOT_RUN && (obs.ret as i64) > 0 => {
+                    sum.extracts += 1
                 }
                 Op::Revert(_) if obs.ret > 0 => sum.reverts += 1,
                 _ => {}

@@ -61,6 +61,12 @@ pub(crate) enum Op {
     IsAligned(u32, u32),
     /// `iov_iter_single_seg_count`.
     SingleSeg,
+    /// `copy_page_to_iter` (DEST) or `copy_page_from_iter` (SOURCE) of `bytes` at `offset` of
+    /// the arena's spare page.
+    CopyPage { offset: usize, bytes: usize },
+    /// `iov_iter_extract_pages(maxsize, maxpages)` (BVEC and KVEC only: user pages would be
+    /// pinned).
+    Extract { maxsize: usize, maxpages: usize },
 }
 
 /// A complete case: table, direction, count and operations.
@@ -86,7 +92,8 @@ fn seg_len(rng: &mut Rng, max: usize) -> usize {
 }
 
 fn gen_bvec(rng: &mut Rng, arena: &Arena) -> Result<KVec<Bvec<KPage>>> {
-    let allocs = arena.mem.pool().allocations();
+    let all = arena.mem.pool().allocations();
+    let allocs = all.get(..arena.table_allocs).unwrap_or(all);
     let n = rng.range(1, MAX_SEGS);
     let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
     for _ in 0..n {
@@ -123,7 +130,7 @@ fn gen_addr_segs(rng: &mut Rng, regions: &[(usize, usize)]) -> Result<KVec<(usiz
     Ok(v)
 }
 
-fn gen_ops(rng: &mut Rng, count: usize) -> Result<KVec<Op>> {
+fn gen_ops(rng: &mut Rng, count: usize, user: bool) -> Result<KVec<Op>> {
     let n = rng.range(1, MAX_OPS);
     let mut ops = KVec::with_capacity(n, GFP_KERNEL)?;
     let bytes = |rng: &mut Rng| -> usize {
@@ -137,14 +144,20 @@ fn gen_ops(rng: &mut Rng, count: usize) -> Result<KVec<Op>> {
     const MASKS: [u32; 5] = [0, 1, 3, 511, 4095];
     for _ in 0..n {
         let op = match rng.below(100) {
-            0..=34 => Op::Copy(bytes(rng)),
-            35..=39 => Op::Zero(bytes(rng)),
-            40..=54 => Op::Advance(bytes(rng)),
-            55..=69 => Op::Revert(rng.below(usize::MAX)),
-            70..=79 => Op::Npages(pick(rng, &[1, 2, 3, 16, i32::MAX])),
-            80..=87 => Op::Alignment,
-            88..=94 => Op::IsAligned(pick(rng, &MASKS), pick(rng, &MASKS)),
-            _ => Op::SingleSeg,
+            0..=29 => Op::Copy(bytes(rng)),
+            30..=33 => Op::Zero(bytes(rng)),
+            34..=45 => Op::Advance(bytes(rng)),
+            46..=57 => Op::Revert(rng.below(usize::MAX)),
+            58..=65 => Op::Npages(pick(rng, &[1, 2, 3, 16, i32::MAX])),
+            66..=71 => Op::Alignment,
+            72..=77 => Op::IsAligned(pick(rng, &MASKS), pick(rng, &MASKS)),
+            78..=81 => Op::SingleSeg,
+            82..=90 => {
+                let offset = rng.below(PAGE_SIZE);
+                Op::CopyPage { offset, bytes: rng.range(0, PAGE_SIZE - offset) }
+            }
+            _ if user => Op::SingleSeg,
+            _ => Op::Extract { maxsize: bytes(rng), maxpages: rng.range(1, 6) },
         };
         ops.push(op, GFP_KERNEL)?;
     }
@@ -210,7 +223,7 @@ impl Case {
             table,
             source,
             count,
-            ops: gen_ops(rng, count)?,
+            ops: gen_ops(rng, count, kind.needs_user())?,
         })
     }
 }

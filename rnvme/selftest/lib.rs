@@ -55,7 +55,7 @@ impl kernel::Module for IovstackSelftest {
         let diff = diff::run(u64::from(seed), cases, inject)?;
         let [b, k, u, i] = diff.per_kind;
         pr_info!(
-            "differential kinds: bvec {} kvec {} ubuf {} iovec {}; {} operations, {} bytes moved, {} short copies, {} reverts\n",
+            "differential kinds: bvec {} kvec {} ubuf {} iovec {}; {} operations, {} bytes moved, {} short copies, {} reverts, {} extractions\n",
             b,
             k,
             u,
@@ -63,7 +63,8 @@ impl kernel::Module for IovstackSelftest {
             diff.ops,
             diff.bytes,
             diff.short_copies,
-            diff.reverts
+            diff.reverts,
+            diff.extracts
         );
         pr_info!("differential: {} cases, {} mismatches\n", diff.cases, diff.mismatches);
 

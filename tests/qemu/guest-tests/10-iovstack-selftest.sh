@@ -1,4 +1,6 @@
 #!/bin/sh
 # iovstack_selftest.ko: smoke test of bvec/iov/bio on real pages, and the differential test of
-# iov::IovIter against the kernel's own iov_iter (4000 random cases). Must pass.
-IOVSTACK_PARAMS="" . /lib/rnvme/iovstack-check.sh
+# iov::IovIter against the kernel's own iov_iter (4000 random cases by default). Must pass.
+# Kernel command line knobs: iovstack_seed=N iovstack_cases=N (see scripts/test-module.sh).
+IOVSTACK_PARAMS="${iovstack_seed:+seed=$iovstack_seed} ${iovstack_cases:+cases=$iovstack_cases}" \
+    . /lib/rnvme/iovstack-check.sh
