@@ -4,6 +4,7 @@
  * it is named after; rnvme_glue_page_to_phys() also validates its argument.
  */
 #include <linux/highmem.h>
+#include <linux/instrumented.h>
 #include <linux/io.h>
 #include <linux/mm.h>
 #include <linux/mman.h>
@@ -82,6 +83,20 @@ void rnvme_glue_iov_iter_save_state(const struct iov_iter *i, struct iov_iter_st
 	state->iov_offset = i->iov_offset;
 	state->count = i->count;
 	state->nr_segs = i->nr_segs;
+}
+
+unsigned long rnvme_glue_copy_from_user_nozero(void *to, const void __user *from,
+					       unsigned long n)
+{
+	unsigned long left = n;
+
+	might_fault();
+	if (access_ok(from, n)) {
+		instrument_copy_from_user_before(to, from, n);
+		left = raw_copy_from_user(to, from, n);
+		instrument_copy_from_user_after(to, from, n, left);
+	}
+	return left;
 }
 
 unsigned long rnvme_glue_clear_user(void __user *to, unsigned long n)

@@ -26,6 +26,12 @@ void rnvme_glue_iov_iter_ubuf(struct iov_iter *i, unsigned int direction, void _
 			      size_t count);
 /* iov_iter_save_state(): iov_offset, count and nr_segs of an iterator. */
 void rnvme_glue_iov_iter_save_state(const struct iov_iter *i, struct iov_iter_state *state);
+/*
+ * copy_from_user() without zeroing the bytes it could not copy, as the kernel's own iov_iter
+ * step does (copy_from_user_iter()): returns the number of bytes not copied.
+ */
+unsigned long rnvme_glue_copy_from_user_nozero(void *to, const void __user *from,
+					       unsigned long n);
 /* clear_user(). */
 unsigned long rnvme_glue_clear_user(void __user *to, unsigned long n);
 /* vm_mmap() of an anonymous private read/write mapping of len bytes in current->mm. */

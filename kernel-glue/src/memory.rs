@@ -327,9 +327,18 @@ impl UserMemory<KPage> for CheckedMemory {
         unsafe { bindings::copy_to_user(addr as *mut _, src.as_ptr().cast(), src.len()) }
     }
 
+    /// Like the kernel's iov_iter step, bytes that could not be copied are left as they were
+    /// (plain `copy_from_user` would zero them).
     fn copy_from_user(&mut self, addr: usize, dst: &mut [u8]) -> usize {
-        // SAFETY: as above; `dst` is valid for writes of its length.
-        unsafe { bindings::copy_from_user(dst.as_mut_ptr().cast(), addr as *const _, dst.len()) }
+        // SAFETY: the helper checks `access_ok` and handles faults, so any `addr` is fine; `dst`
+        // is valid for writes of its length.
+        unsafe {
+            helpers::rnvme_glue_copy_from_user_nozero(
+                dst.as_mut_ptr().cast(),
+                addr as *const _,
+                dst.len(),
+            )
+        }
     }
 
     fn clear_user(&mut self, addr: usize, len: usize) -> usize {

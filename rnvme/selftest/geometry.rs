@@ -115,11 +115,31 @@ fn gen_bvec(rng: &mut Rng, arena: &Arena) -> Result<KVec<Bvec<KPage>>> {
     Ok(v)
 }
 
-/// Segments inside `regions` (start, length); zero lengths included.
-fn gen_addr_segs(rng: &mut Rng, regions: &[(usize, usize)]) -> Result<KVec<(usize, usize)>> {
+/// A user segment that faults: in the never-mapped first page, or at a kernel address
+/// (`access_ok` fails). Copies through it must come up short identically on both sides.
+fn faulting_user_seg(rng: &mut Rng) -> (usize, usize) {
+    if rng.chance(50) {
+        let start = rng.below(PAGE_SIZE);
+        (start, rng.range(1, PAGE_SIZE - start))
+    } else {
+        (0xffff_ffff_ff00_0000 + rng.below(PAGE_SIZE), rng.range(1, 300))
+    }
+}
+
+/// Segments inside `regions` (start, length); zero lengths included. With `faults`, some
+/// segments are faulting user segments.
+fn gen_addr_segs(
+    rng: &mut Rng,
+    regions: &[(usize, usize)],
+    faults: bool,
+) -> Result<KVec<(usize, usize)>> {
     let n = if rng.chance(3) { 0 } else { rng.range(1, MAX_SEGS) };
     let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
     for _ in 0..n {
+        if faults && rng.chance(8) {
+            v.push(faulting_user_seg(rng), GFP_KERNEL)?;
+            continue;
+        }
         let Some(&(addr, len)) = regions.get(rng.below(regions.len())) else {
             break;
         };
@@ -194,7 +214,7 @@ impl Case {
                 for r in arena.kregions.iter() {
                     regions.push((r.addr, r.len), GFP_KERNEL)?;
                 }
-                let segs = gen_addr_segs(rng, &regions)?;
+                let segs = gen_addr_segs(rng, &regions, false)?;
                 let mut v = KVec::with_capacity(segs.len(), GFP_KERNEL)?;
                 for &(base, len) in segs.iter() {
                     v.push(Kvec::new(base, len), GFP_KERNEL)?;
@@ -203,13 +223,17 @@ impl Case {
                 (Table::Kvec(v), total)
             }
             KindSel::Iovec => {
-                let segs = gen_addr_segs(rng, &[user])?;
+                let segs = gen_addr_segs(rng, &[user], true)?;
                 let mut v = KVec::with_capacity(segs.len(), GFP_KERNEL)?;
                 for &(base, len) in segs.iter() {
                     v.push(Iovec::new(base, len), GFP_KERNEL)?;
                 }
                 let total = v.iter().map(|k| k.len).sum();
                 (Table::Iovec(v), total)
+            }
+            KindSel::Ubuf if rng.chance(5) => {
+                let (addr, len) = faulting_user_seg(rng);
+                (Table::Ubuf { addr }, len)
             }
             KindSel::Ubuf => {
                 let off = rng.below(user.1 + 1);
