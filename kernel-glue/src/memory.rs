@@ -306,7 +306,11 @@ impl KernelMemory<KPage> for CheckedMemory {
                 return Some(a.page().nth((start - a.virt_addr()) / PAGE_SIZE));
             }
         }
-        if self.bufs.iter().any(|b| meets(b.as_ptr() as usize, b.len())) {
+        if self
+            .bufs
+            .iter()
+            .any(|b| meets(b.as_ptr() as usize, b.len()))
+        {
             // SAFETY: the page holding `start` contains bytes of a kmalloc'd buffer we own, so
             // it is a direct-map page, for which `virt_to_page` is defined.
             let page = unsafe { helpers::rnvme_glue_virt_to_page(start as *const _) };

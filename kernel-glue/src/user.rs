@@ -96,7 +96,8 @@ impl UserMapping {
         let addr = self.user_range(offset, src.len())?;
         // SAFETY: `copy_to_user` checks `access_ok` and handles faults itself; `src` is valid for
         // reads of `src.len()` bytes.
-        let left = unsafe { bindings::copy_to_user(addr as *mut _, src.as_ptr().cast(), src.len()) };
+        let left =
+            unsafe { bindings::copy_to_user(addr as *mut _, src.as_ptr().cast(), src.len()) };
         if left == 0 {
             Ok(())
         } else {
@@ -113,8 +114,9 @@ impl UserMapping {
         let addr = self.user_range(offset, dst.len())?;
         // SAFETY: `copy_from_user` checks `access_ok` and handles faults (zeroing the rest);
         // `dst` is valid for writes of `dst.len()` bytes.
-        let left =
-            unsafe { bindings::copy_from_user(dst.as_mut_ptr().cast(), addr as *const _, dst.len()) };
+        let left = unsafe {
+            bindings::copy_from_user(dst.as_mut_ptr().cast(), addr as *const _, dst.len())
+        };
         if left == 0 {
             Ok(())
         } else {

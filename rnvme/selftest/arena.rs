@@ -75,10 +75,22 @@ impl Arena {
             let (Some(addr), Some(buf)) = (mem.buffer_addr(i), mem.buffer(i)) else {
                 continue;
             };
-            kregions.push(KernelRegion { addr, len: buf.len() }, GFP_KERNEL)?;
+            kregions.push(
+                KernelRegion {
+                    addr,
+                    len: buf.len(),
+                },
+                GFP_KERNEL,
+            )?;
         }
         for a in mem.pool().allocations().iter().take(table_allocs) {
-            kregions.push(KernelRegion { addr: a.virt_addr(), len: a.len() }, GFP_KERNEL)?;
+            kregions.push(
+                KernelRegion {
+                    addr: a.virt_addr(),
+                    len: a.len(),
+                },
+                GFP_KERNEL,
+            )?;
         }
         let total = mem.total_len();
         let mut pattern = KVVec::from_elem(0u8, total + PATTERN_SLACK, GFP_KERNEL)?;

@@ -34,11 +34,18 @@ fn extract_obs(r: Result<(usize, usize), i32>, pages: &[KPage]) -> (u64, u64) {
     match r {
         Err(e) => (e as i64 as u64, 0),
         Ok((size, offset0)) => {
-            let n = if size == 0 { 0 } else { (offset0 + size).div_ceil(PAGE_SIZE) };
+            let n = if size == 0 {
+                0
+            } else {
+                (offset0 + size).div_ceil(PAGE_SIZE)
+            };
             let mut bytes = KVec::new();
             let mut h = digest(&offset0.to_le_bytes());
             for p in pages.iter().take(n) {
-                if bytes.extend_from_slice(&p.phys().to_le_bytes(), GFP_KERNEL).is_err() {
+                if bytes
+                    .extend_from_slice(&p.phys().to_le_bytes(), GFP_KERNEL)
+                    .is_err()
+                {
                     break;
                 }
             }
@@ -97,7 +104,13 @@ fn c_dir(source: bool) -> CDirection {
 
 /// Runs `case` through the kernel's iterator, appending one observation per operation.
 fn run_c(arena: &mut Arena, case: &Case, log: &mut KVec<Obs>) -> Result {
-    let Arena { mem, src, dst, page_src, .. } = arena;
+    let Arena {
+        mem,
+        src,
+        dst,
+        page_src,
+        ..
+    } = arena;
     let page_src = *page_src;
     let dir = c_dir(case.source);
     let mut it = match &case.table {
@@ -155,7 +168,13 @@ fn run_c(arena: &mut Arena, case: &Case, log: &mut KVec<Obs>) -> Result {
         };
         let st = it.state();
         log.push(
-            Obs { ret, digest: dig, count: st.count, nr_segs: st.nr_segs, iov_offset: st.iov_offset },
+            Obs {
+                ret,
+                digest: dig,
+                count: st.count,
+                nr_segs: st.nr_segs,
+                iov_offset: st.iov_offset,
+            },
             GFP_KERNEL,
         )?;
     }
@@ -163,9 +182,7 @@ fn run_c(arena: &mut Arena, case: &Case, log: &mut KVec<Obs>) -> Result {
 }
 
 /// Builds our iterator for `case` with direction `D`, erased to [`AnyDir`].
-fn build<'a, D: FixedDirection>(
-    case: &'a Case,
-) -> Result<IovIter<'a, KPage, AnyDir>, IovError> {
+fn build<'a, D: FixedDirection>(case: &'a Case) -> Result<IovIter<'a, KPage, AnyDir>, IovError> {
     let it = match &case.table {
         Table::Bvec(v) => IovIter::<KPage, D>::bvec(as_bvecs(v), case.count)?,
         Table::Kvec(v) => IovIter::<KPage, D>::kvec(as_kvecs(v), case.count)?,
@@ -194,9 +211,19 @@ fn exhausted_vector(case: &Case, it: &IovIter<'_, KPage, AnyDir>) -> bool {
 
 /// Runs `case` through [`iov::IovIter`], appending one observation per operation.
 fn run_rust(arena: &mut Arena, case: &Case, log: &mut KVec<Obs>) -> Result {
-    let Arena { mem, src, dst, page_src, .. } = arena;
+    let Arena {
+        mem,
+        src,
+        dst,
+        page_src,
+        ..
+    } = arena;
     let page_src = *page_src;
-    let built = if case.source { build::<Source>(case) } else { build::<Dest>(case) };
+    let built = if case.source {
+        build::<Source>(case)
+    } else {
+        build::<Dest>(case)
+    };
     let mut it = built.map_err(|e| {
         pr_err!("cannot build our iterator: {}\n", e);
         EINVAL
@@ -253,7 +280,9 @@ fn run_rust(arena: &mut Arena, case: &Case, log: &mut KVec<Obs>) -> Result {
                 } else {
                     let mut pages = [page_src; MAX_EXTRACT];
                     let slots = pages.get_mut(..maxpages).ok_or(EINVAL)?;
-                    let r = it.extract_pages(mem, slots, maxsize).map_err(|e| e.to_errno());
+                    let r = it
+                        .extract_pages(mem, slots, maxsize)
+                        .map_err(|e| e.to_errno());
                     extract_obs(r, slots)
                 }
             }
@@ -273,14 +302,7 @@ fn run_rust(arena: &mut Arena, case: &Case, log: &mut KVec<Obs>) -> Result {
 }
 
 /// Compares the two runs of case `idx`; prints the first difference if `report`.
-fn compare(
-    idx: usize,
-    case: &Case,
-    c: &[Obs],
-    ours: &[Obs],
-    arena: &Arena,
-    report: bool,
-) -> bool {
+fn compare(idx: usize, case: &Case, c: &[Obs], ours: &[Obs], arena: &Arena, report: bool) -> bool {
     let first_op = c.iter().zip(ours.iter()).position(|(a, b)| a != b);
     let len_differs = c.len() != ours.len();
     let first_byte = arena
@@ -303,7 +325,12 @@ fn compare(
         }
         if let Some(at) = first_byte {
             let (a, b) = (arena.snap_c.get(at), arena.snap_rust.get(at));
-            pr_err!("  memory differs first at arena byte {}: kernel {:?}, ours {:?}\n", at, a, b);
+            pr_err!(
+                "  memory differs first at arena byte {}: kernel {:?}, ours {:?}\n",
+                at,
+                a,
+                b
+            );
         }
     }
     false

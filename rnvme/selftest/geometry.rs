@@ -27,7 +27,8 @@ pub(crate) enum KindSel {
 }
 
 impl KindSel {
-    pub(crate) const ALL: [KindSel; 4] = [KindSel::Bvec, KindSel::Kvec, KindSel::Ubuf, KindSel::Iovec];
+    pub(crate) const ALL: [KindSel; 4] =
+        [KindSel::Bvec, KindSel::Kvec, KindSel::Ubuf, KindSel::Iovec];
 
     pub(crate) fn needs_user(self) -> bool {
         matches!(self, KindSel::Ubuf | KindSel::Iovec)
@@ -122,7 +123,10 @@ fn faulting_user_seg(rng: &mut Rng) -> (usize, usize) {
         let start = rng.below(PAGE_SIZE);
         (start, rng.range(1, PAGE_SIZE - start))
     } else {
-        (0xffff_ffff_ff00_0000 + rng.below(PAGE_SIZE), rng.range(1, 300))
+        (
+            0xffff_ffff_ff00_0000 + rng.below(PAGE_SIZE),
+            rng.range(1, 300),
+        )
     }
 }
 
@@ -133,7 +137,11 @@ fn gen_addr_segs(
     regions: &[(usize, usize)],
     faults: bool,
 ) -> Result<KVec<(usize, usize)>> {
-    let n = if rng.chance(3) { 0 } else { rng.range(1, MAX_SEGS) };
+    let n = if rng.chance(3) {
+        0
+    } else {
+        rng.range(1, MAX_SEGS)
+    };
     let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
     for _ in 0..n {
         if faults && rng.chance(8) {
@@ -144,7 +152,11 @@ fn gen_addr_segs(
             break;
         };
         let start = rng.below(len + 1);
-        let l = if rng.chance(20) { 0 } else { seg_len(rng, len - start) };
+        let l = if rng.chance(20) {
+            0
+        } else {
+            seg_len(rng, len - start)
+        };
         v.push((addr + start, l), GFP_KERNEL)?;
     }
     Ok(v)
@@ -174,10 +186,16 @@ fn gen_ops(rng: &mut Rng, count: usize, user: bool) -> Result<KVec<Op>> {
             78..=81 => Op::SingleSeg,
             82..=90 => {
                 let offset = rng.below(PAGE_SIZE);
-                Op::CopyPage { offset, bytes: rng.range(0, PAGE_SIZE - offset) }
+                Op::CopyPage {
+                    offset,
+                    bytes: rng.range(0, PAGE_SIZE - offset),
+                }
             }
             _ if user => Op::SingleSeg,
-            _ => Op::Extract { maxsize: bytes(rng), maxpages: rng.range(1, 6) },
+            _ => Op::Extract {
+                maxsize: bytes(rng),
+                maxpages: rng.range(1, 6),
+            },
         };
         ops.push(op, GFP_KERNEL)?;
     }
@@ -186,7 +204,10 @@ fn gen_ops(rng: &mut Rng, count: usize, user: bool) -> Result<KVec<Op>> {
 
 /// A random element of `choices` (the default value for an empty slice).
 fn pick<T: Copy + Default>(rng: &mut Rng, choices: &[T]) -> T {
-    choices.get(rng.below(choices.len())).copied().unwrap_or_default()
+    choices
+        .get(rng.below(choices.len()))
+        .copied()
+        .unwrap_or_default()
 }
 
 /// Draws a count: usually the whole table, sometimes less.
@@ -259,7 +280,13 @@ impl fmt::Display for Case {
         match &self.table {
             Table::Bvec(v) => {
                 for (i, b) in v.iter().enumerate() {
-                    write!(f, " [{i}: page={:#x} off={} len={}]", b.page().phys(), b.offset(), b.len())?;
+                    write!(
+                        f,
+                        " [{i}: page={:#x} off={} len={}]",
+                        b.page().phys(),
+                        b.offset(),
+                        b.len()
+                    )?;
                 }
             }
             Table::Kvec(v) => {

@@ -66,7 +66,11 @@ impl kernel::Module for IovstackSelftest {
             diff.reverts,
             diff.extracts
         );
-        pr_info!("differential: {} cases, {} mismatches\n", diff.cases, diff.mismatches);
+        pr_info!(
+            "differential: {} cases, {} mismatches\n",
+            diff.cases,
+            diff.mismatches
+        );
 
         let pass = smoke.failed == 0
             && diff.mismatches == 0

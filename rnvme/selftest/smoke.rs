@@ -36,25 +36,58 @@ fn pattern(i: usize) -> u8 {
 fn pages_and_phys(c: &mut Checks) -> Result {
     let p = OwnedPages::alloc_zeroed(3)?;
     let ok = (0..p.nr_pages()).all(|i| p.page().nth(i).phys() == p.phys() + (i * PAGE_SIZE) as u64);
-    c.check(ok, "phys(page + i) == phys(page) + i * PAGE_SIZE in an order-3 block");
+    c.check(
+        ok,
+        "phys(page + i) == phys(page) + i * PAGE_SIZE in an order-3 block",
+    );
     let ok = (0..p.nr_pages()).all(|i| p.index_of(p.page().nth(i)) == Some(i));
     c.check(ok, "index_of(page + i) == i");
-    c.check(p.index_of(p.page().nth(8)).is_none(), "index_of(page + 8) is None");
-    c.check(p.as_slice().iter().all(|&b| b == 0), "__GFP_ZERO pages read as zero");
-    c.check(p.phys() % (8 * PAGE_SIZE) as u64 == 0, "an order-3 block is 32 KiB aligned");
+    c.check(
+        p.index_of(p.page().nth(8)).is_none(),
+        "index_of(page + 8) is None",
+    );
+    c.check(
+        p.as_slice().iter().all(|&b| b == 0),
+        "__GFP_ZERO pages read as zero",
+    );
+    c.check(
+        p.phys() % (8 * PAGE_SIZE) as u64 == 0,
+        "an order-3 block is 32 KiB aligned",
+    );
 
     let mut mem = CheckedMemory::new();
     let a = mem.alloc_pages(1)?;
     let page = mem.pool().get(a).ok_or(EINVAL)?.page();
     let data = [1u8, 2, 3, 4, 5];
-    c.check(mem.write(page.nth(1), 4091, &data) == 0, "kmap write at the end of page 1");
+    c.check(
+        mem.write(page.nth(1), 4091, &data) == 0,
+        "kmap write at the end of page 1",
+    );
     let mut back = [0u8; 5];
-    c.check(mem.read(page.nth(1), 4091, &mut back) == 0 && back == data, "kmap read back");
-    let direct = mem.pool().get(a).and_then(|p| p.as_slice().get(2 * PAGE_SIZE - 5..));
-    c.check(direct == Some(&data[..]), "kmap write visible through page_address");
-    c.check(mem.write(page.nth(1), 4092, &data) == 5, "a write leaving the page is refused");
-    c.check(mem.write(page.nth(2), 0, &data) == 5, "a page outside the pool is refused");
-    c.check(mem.read(page.nth(1 << 20), 0, &mut back) == 5, "a far-away handle is refused");
+    c.check(
+        mem.read(page.nth(1), 4091, &mut back) == 0 && back == data,
+        "kmap read back",
+    );
+    let direct = mem
+        .pool()
+        .get(a)
+        .and_then(|p| p.as_slice().get(2 * PAGE_SIZE - 5..));
+    c.check(
+        direct == Some(&data[..]),
+        "kmap write visible through page_address",
+    );
+    c.check(
+        mem.write(page.nth(1), 4092, &data) == 5,
+        "a write leaving the page is refused",
+    );
+    c.check(
+        mem.write(page.nth(2), 0, &data) == 5,
+        "a page outside the pool is refused",
+    );
+    c.check(
+        mem.read(page.nth(1 << 20), 0, &mut back) == 5,
+        "a far-away handle is refused",
+    );
     Ok(())
 }
 
@@ -83,11 +116,17 @@ fn bvec_pages(c: &mut Checks) -> Result {
         for (i, x) in part.iter_mut().enumerate() {
             *x = pattern(pos + i);
         }
-        c.check(mem.write(piece.page(), piece.offset() as usize, part) == 0, "write one piece");
+        c.check(
+            mem.write(piece.page(), piece.offset() as usize, part) == 0,
+            "write one piece",
+        );
         pos += piece.len() as usize;
     }
     c.check(in_page, "single-page pieces never cross a page");
-    c.check(pieces == 5, "4 pieces for 100+12338 bytes from offset 100, 1 for the second");
+    c.check(
+        pieces == 5,
+        "4 pieces for 100+12338 bytes from offset 100, 1 for the second",
+    );
     c.check(pos == total as usize, "pieces cover the table");
     let first = mem.pool().get(a).map(|p| p.as_slice()).ok_or(EINVAL)?;
     let ok = first.iter().enumerate().all(|(i, &x)| {
@@ -97,9 +136,19 @@ fn bvec_pages(c: &mut Checks) -> Result {
             x == 0
         }
     });
-    c.check(ok, "multipage bvec bytes landed in the order-2 block, nothing else changed");
-    let second = mem.pool().get(b).and_then(|p| p.as_slice().get(4000..)).ok_or(EINVAL)?;
-    let ok = second.iter().enumerate().all(|(i, &x)| x == pattern(3 * 4096 + 50 + i));
+    c.check(
+        ok,
+        "multipage bvec bytes landed in the order-2 block, nothing else changed",
+    );
+    let second = mem
+        .pool()
+        .get(b)
+        .and_then(|p| p.as_slice().get(4000..))
+        .ok_or(EINVAL)?;
+    let ok = second
+        .iter()
+        .enumerate()
+        .all(|(i, &x)| x == pattern(3 * 4096 + 50 + i));
     c.check(ok, "second bvec bytes landed at offset 4000 of its page");
     Ok(())
 }
@@ -123,8 +172,14 @@ fn iov_copies(c: &mut Checks) -> Result {
         src.push(pattern(i), GFP_KERNEL)?;
     }
     let mut it = IovIter::<KPage, Dest>::bvec(&bvecs, total).map_err(|_| EINVAL)?;
-    c.check(it.copy_to_iter(&mut mem, &src) == total, "copy_to_iter over bvecs is complete");
-    c.check(it.count() == 0 && it.nr_segs() == 0, "bvec iterator exhausted");
+    c.check(
+        it.copy_to_iter(&mut mem, &src) == total,
+        "copy_to_iter over bvecs is complete",
+    );
+    c.check(
+        it.count() == 0 && it.nr_segs() == 0,
+        "bvec iterator exhausted",
+    );
     let bytes = mem.pool().get(a).map(|p| p.as_slice()).ok_or(EINVAL)?;
     let ok = bytes.get(4095..4097) == src.get(..2)
         && bytes.get(5 * 4096 + 7..5 * 4096 + 7 + 2 * 4096) == src.get(2..);
@@ -134,7 +189,10 @@ fn iov_copies(c: &mut Checks) -> Result {
     let mut it = IovIter::<KPage, Source>::bvec(&bvecs, total).map_err(|_| EINVAL)?;
     it.advance(1);
     c.check(it.revert(1).is_ok(), "revert after advance");
-    c.check(it.copy_from_iter(&mut mem, &mut back) == total && back == src, "copy_from_iter round trip");
+    c.check(
+        it.copy_from_iter(&mut mem, &mut back) == total && back == src,
+        "copy_from_iter round trip",
+    );
 
     let kvecs = [
         Kvec::new(kb + 10, 100),
@@ -142,13 +200,22 @@ fn iov_copies(c: &mut Checks) -> Result {
         Kvec::new(va + 4000, 200),
     ];
     let mut it = IovIter::<KPage, Dest>::kvec(&kvecs, 300).map_err(|_| EINVAL)?;
-    c.check(it.copy_to_iter(&mut mem, src.get(..300).ok_or(EINVAL)?) == 300, "kvec copy_to_iter");
+    c.check(
+        it.copy_to_iter(&mut mem, src.get(..300).ok_or(EINVAL)?) == 300,
+        "kvec copy_to_iter",
+    );
     let ok = mem.buffer(k).and_then(|b| b.get(10..110)) == src.get(..100)
         && mem.pool().get(a).and_then(|p| p.as_slice().get(4000..4200)) == src.get(100..300);
-    c.check(ok, "kvec bytes landed in the kmalloc buffer and across a page of the block");
+    c.check(
+        ok,
+        "kvec bytes landed in the kmalloc buffer and across a page of the block",
+    );
     let bad = [Kvec::new(kb + 2990, 20)];
     let mut it = IovIter::<KPage, Dest>::kvec(&bad, 20).map_err(|_| EINVAL)?;
-    c.check(it.copy_to_iter(&mut mem, src.get(..20).ok_or(EINVAL)?) == 0, "kvec past a buffer faults");
+    c.check(
+        it.copy_to_iter(&mut mem, src.get(..20).ok_or(EINVAL)?) == 0,
+        "kvec past a buffer faults",
+    );
     Ok(())
 }
 
@@ -164,18 +231,39 @@ fn bio_build(c: &mut Checks) -> Result {
         added += builder.add_page(a.page().nth(i), PAGE_SIZE as u32, 0);
     }
     c.check(added == 4 * PAGE_SIZE as u32, "4 pages added");
-    c.check(builder.vcnt() == 1, "4 pages of an order-2 block merge into one multipage bvec");
+    c.check(
+        builder.vcnt() == 1,
+        "4 pages of an order-2 block merge into one multipage bvec",
+    );
     let contiguous = a.phys() + (4 * PAGE_SIZE) as u64 == b.phys();
-    c.check(builder.add_page(b.page(), 512, 0) == 512, "a page of another block is added");
+    c.check(
+        builder.add_page(b.page(), 512, 0) == 512,
+        "a page of another block is added",
+    );
     let want = if contiguous { 1 } else { 2 };
-    c.check(builder.vcnt() == want, "it merges only if physically contiguous");
+    c.check(
+        builder.vcnt() == want,
+        "it merges only if physically contiguous",
+    );
     let mut bio = builder.finish().map_err(|_| EINVAL)?;
     c.check(bio.size() == 4 * PAGE_SIZE as u32 + 512, "bio size");
-    c.check(bio.pages().count() == 5, "bio_for_each_segment sees 5 pages");
+    c.check(
+        bio.pages().count() == 5,
+        "bio_for_each_segment sees 5 pages",
+    );
     let front = bio.split(2 * PAGE_SIZE as u32).map_err(|_| EINVAL)?;
-    c.check(front.size() == 2 * PAGE_SIZE as u32 && front.sector() == 8, "split front");
-    c.check(bio.size() == 2 * PAGE_SIZE as u32 + 512 && bio.sector() == 24, "split remainder");
-    c.check(bio.split(100).is_err(), "a split inside a sector is refused");
+    c.check(
+        front.size() == 2 * PAGE_SIZE as u32 && front.sector() == 8,
+        "split front",
+    );
+    c.check(
+        bio.size() == 2 * PAGE_SIZE as u32 + 512 && bio.sector() == 24,
+        "split remainder",
+    );
+    c.check(
+        bio.split(100).is_err(),
+        "a split inside a sector is refused",
+    );
     let phys_ok = bio.segments().next().map(|s| s.phys()) == Some(a.phys() + 2 * PAGE_SIZE as u64);
     c.check(phys_ok, "the remainder starts at page 2 of the block");
     Ok(())
