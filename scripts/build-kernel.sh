@@ -22,22 +22,28 @@ need_cmd rustup bindgen clang ld.lld make flex bison bc cpio dpkg-deb apt-get
 jobs="${RNVME_JOBS:-$(nproc)}"
 
 mkdir -p "$RNVME_CACHE"/{downloads,src,kernel}
-# Serialise kernel builds/extraction (two variants share one source tree).
-exec 9>"$RNVME_CACHE/.build-kernel.lock"
-flock 9
 
 stage "resolve cache key ($variant)"
 pkgver=$(kernel_pkg_version)
 kdir=$(kernel_dir "$variant")
 log "package $RNVME_KERNEL_PKG $pkgver; cache dir $kdir"
 
-if [[ -f "$kdir/.complete" && "${RNVME_FORCE_REBUILD:-0}" != 1 ]]; then
+cache_hit() {
+    [[ -f "$kdir/.complete" && "${RNVME_FORCE_REBUILD:-0}" != 1 ]] || return 1
     log "cache hit: $kdir"
     ln -sfn "$(basename "$kdir")" "$RNVME_CACHE/kernel/$variant"
     finish
     echo "$kdir/build"
     exit 0
+}
+cache_hit
+# Serialise kernel builds/extraction (two variants share one source tree).
+exec 9>"$RNVME_CACHE/.build-kernel.lock"
+if ! flock -n 9; then
+    log "another kernel build is running; waiting for the lock"
+    flock 9
 fi
+cache_hit
 log "cache miss: building $variant kernel"
 
 # ---- download ----------------------------------------------------------------
