@@ -148,31 +148,14 @@ impl<P: Page, D: Direction> IovIter<'_, P, D> {
     /// # Examples
     ///
     /// ```
-    /// # use iov::{IovIter, Source};
-    /// # struct NoMem;
-    /// # impl iov::UserMemory<bvec::Pfn> for NoMem {
-    /// #   fn copy_to_user(&mut self, _: usize, s: &[u8]) -> usize { s.len() }
-    /// #   fn copy_from_user(&mut self, _: usize, d: &mut [u8]) -> usize { d.len() }
-    /// #   fn clear_user(&mut self, _: usize, l: usize) -> usize { l.min(3) }
-    /// #   fn user_pages(&mut self, _: usize, _: iov::GupFlags, _: &mut [bvec::Pfn]) -> usize { 0 }
-    /// # }
-    /// # impl iov::KernelMemory<bvec::Pfn> for NoMem {
-    /// #   fn copy_to_kernel(&mut self, _: usize, s: &[u8]) -> usize { s.len() }
-    /// #   fn copy_from_kernel(&mut self, _: usize, d: &mut [u8]) -> usize { d.len() }
-    /// #   fn clear_kernel(&mut self, _: usize, l: usize) -> usize { l }
-    /// #   fn kernel_page(&self, _: usize) -> Option<bvec::Pfn> { None }
-    /// #   fn get_page(&mut self, _: bvec::Pfn) {}
-    /// # }
-    /// # impl bvec::PageMemory<bvec::Pfn> for NoMem {
-    /// #   fn read(&self, _: bvec::Pfn, _: usize, d: &mut [u8]) -> usize { d.len() }
-    /// #   fn write(&mut self, _: bvec::Pfn, _: usize, s: &[u8]) -> usize { s.len() }
-    /// #   fn zero(&mut self, _: bvec::Pfn, _: usize, l: usize) -> usize { l }
-    /// # }
-    /// # impl iov::Memory<bvec::Pfn> for NoMem {}
-    /// // A user memory whose clear_user leaves 3 bytes of every chunk untouched (a fault).
-    /// let mut it = IovIter::<bvec::Pfn, Source>::ubuf(0x1000, 10);
-    /// assert_eq!(it.zero(&mut NoMem, 100), 7);
-    /// assert_eq!(it.count(), 3);
+    /// use iov::{FlatMemory, IovIter, Iovec, Source};
+    /// let mut bytes = [0xffu8; 32];
+    /// let t = [Iovec::new(4, 4), Iovec::new(30, 8)]; // the second runs off the memory
+    /// let mut it = IovIter::<bvec::Pfn, Source>::iovec(&t, 12)?;
+    /// assert_eq!(it.zero(&mut FlatMemory::new(&mut bytes), 100), 6); // 4 + 2, then a fault
+    /// assert_eq!((it.count(), it.iov_offset()), (6, 2));
+    /// assert_eq!(bytes[4..8], [0; 4]);
+    /// # Ok::<(), iov::IovError>(())
     /// ```
     pub fn zero<M: Memory<P>>(&mut self, mem: &mut M, bytes: usize) -> usize {
         self.iterate_and_advance(bytes, &mut Zero { mem })
@@ -188,6 +171,22 @@ impl<P: Page, D: CanReceive> IovIter<'_, P, D> {
     /// `min(src.len(), count)` unless the memory faults (user memory), in which case the copy
     /// stops at the fault. Returns 0 for a SOURCE iterator (run-time direction) and for
     /// `src.len() > INT_MAX`, like the kernel's WARN paths.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bvec::{Bvec, Pfn};
+    /// use iov::{Dest, FlatMemory, IovIter};
+    /// let mut bytes = vec![0u8; 3 * 4096];
+    /// let t = [Bvec::new(Pfn(0), 4094, 4)?, Bvec::new(Pfn(2), 0, 2)?]; // straddles pages 0-1
+    /// let mut it = IovIter::<Pfn, Dest>::bvec(&t, 6).unwrap();
+    /// let mut mem = FlatMemory::new(&mut bytes);
+    /// assert_eq!(it.copy_to_iter(&mut mem, b"abcdefgh"), 6); // clamped to the count
+    /// assert_eq!(it.copy_to_iter(&mut mem, b"x"), 0);
+    /// assert_eq!(&bytes[4094..4098], b"abcd");
+    /// assert_eq!(&bytes[8192..8194], b"ef");
+    /// # Ok::<(), bvec::BvecError>(())
+    /// ```
     pub fn copy_to_iter<M: Memory<P>>(&mut self, mem: &mut M, src: &[u8]) -> usize {
         if !self.receive_ok() || src.len() > COPY_MAX {
             return 0;
@@ -197,6 +196,18 @@ impl<P: Page, D: CanReceive> IovIter<'_, P, D> {
 
     /// [`IovIter::copy_to_iter`] that either copies all of `src` or reverts and returns false
     /// (`copy_to_iter_full`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use iov::{Dest, FlatMemory, IovIter};
+    /// let mut bytes = [0u8; 8];
+    /// let mut mem = FlatMemory::new(&mut bytes);
+    /// let mut it = IovIter::<bvec::Pfn, Dest>::ubuf(6, 4); // 2 bytes fit, 2 fault
+    /// assert!(!it.copy_to_iter_full(&mut mem, &[1, 2, 3, 4]));
+    /// assert_eq!(it.count(), 4); // the partial copy was reverted
+    /// assert!(it.copy_to_iter_full(&mut mem, &[1, 2]));
+    /// ```
     pub fn copy_to_iter_full<M: Memory<P>>(&mut self, mem: &mut M, src: &[u8]) -> bool {
         let n = self.copy_to_iter(mem, src);
         if n == src.len() {
@@ -214,6 +225,20 @@ impl<P: Page, D: CanReceive> IovIter<'_, P, D> {
     ///
     /// The kernel also checks the range against the compound page's size (`page_copy_sane`);
     /// page handles here do not know it, so the caller must pass a range inside its page.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use iov::{Dest, FlatMemory, IovIter, Kvec};
+    /// let mut bytes = vec![7u8; 3 * 4096];
+    /// bytes[4096 + 10] = 42;
+    /// let t = [Kvec::new(0, 3)];
+    /// let mut it = IovIter::<bvec::Pfn, Dest>::kvec(&t, 3)?;
+    /// // Offset 4106 from frame 0 is byte 10 of frame 1.
+    /// let n = it.copy_page_to_iter(&mut FlatMemory::new(&mut bytes), bvec::Pfn(0), 4106, 3);
+    /// assert_eq!((n, bytes[0]), (3, 42));
+    /// # Ok::<(), iov::IovError>(())
+    /// ```
     pub fn copy_page_to_iter<M: Memory<P>>(
         &mut self,
         mem: &mut M,
@@ -244,6 +269,19 @@ impl<P: Page, D: CanSupply> IovIter<'_, P, D> {
     /// Copies from the iterator into `dst` and advances (`copy_from_iter`). Returns the bytes
     /// copied (`min(dst.len(), count)` unless user memory faults). Returns 0 for a DEST iterator
     /// (run-time direction, including DISCARD) and for `dst.len() > INT_MAX`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use iov::{FlatMemory, IovIter, Kvec, Source};
+    /// let mut bytes = *b"0123456789";
+    /// let t = [Kvec::new(8, 2), Kvec::new(3, 0), Kvec::new(0, 3)];
+    /// let mut it = IovIter::<bvec::Pfn, Source>::kvec(&t, 5)?;
+    /// let mut dst = [0u8; 8];
+    /// assert_eq!(it.copy_from_iter(&mut FlatMemory::new(&mut bytes), &mut dst), 5);
+    /// assert_eq!(&dst[..5], b"89012");
+    /// # Ok::<(), iov::IovError>(())
+    /// ```
     pub fn copy_from_iter<M: Memory<P>>(&mut self, mem: &mut M, dst: &mut [u8]) -> usize {
         if self.receive_ok() || dst.len() > COPY_MAX {
             return 0;

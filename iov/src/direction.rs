@@ -7,6 +7,35 @@
 //! the type parameter `D` of [`IovIter`](crate::IovIter): with [`Source`] or [`Dest`] the wrong
 //! copy does not compile; [`AnyDir`] keeps the direction at run time (for iterators built from a C
 //! `iov_iter`) and reproduces the kernel's "return 0" path.
+//!
+//! ```
+//! fn fill<M: iov::Memory<bvec::Pfn>>(mem: &mut M) -> usize {
+//!     let mut it = iov::IovIter::<bvec::Pfn, iov::Dest>::ubuf(0, 1);
+//!     it.copy_to_iter(mem, &[0])
+//! }
+//! ```
+//!
+//! The same copy into a SOURCE iterator is rejected at compile time:
+//!
+//! ```compile_fail
+//! fn fill<M: iov::Memory<bvec::Pfn>>(mem: &mut M) -> usize {
+//!     let mut it = iov::IovIter::<bvec::Pfn, iov::Source>::ubuf(0, 1);
+//!     it.copy_to_iter(mem, &[0])
+//! }
+//! ```
+//!
+//! and so are copies out of a DEST iterator, and a SOURCE DISCARD:
+//!
+//! ```compile_fail
+//! fn drain<M: iov::Memory<bvec::Pfn>>(mem: &mut M) -> usize {
+//!     let mut it = iov::IovIter::<bvec::Pfn, iov::Dest>::ubuf(0, 1);
+//!     it.copy_from_iter(mem, &mut [0])
+//! }
+//! ```
+//!
+//! ```compile_fail
+//! let it = iov::IovIter::<bvec::Pfn, iov::Source>::discard(1);
+//! ```
 
 /// Marker: the iterator holds the data (`ITER_SOURCE`, `WRITE`); only `copy_from_iter` exists.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

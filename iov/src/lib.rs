@@ -22,6 +22,8 @@ mod advance;
 mod copy;
 mod direction;
 mod error;
+#[cfg(not(kbuild))]
+mod flat;
 mod iter;
 mod memory;
 mod pages;
@@ -32,6 +34,8 @@ mod step;
 pub use advance::IovState;
 pub use direction::{AnyDir, CanReceive, CanSupply, Dest, Direction, FixedDirection, Source};
 pub use error::{IovError, EFAULT, EINVAL, ENOMEM};
+#[cfg(not(kbuild))]
+pub use flat::FlatMemory;
 pub use iter::{IovIter, IterType, MAX_RW_COUNT};
 pub use memory::{GupFlags, KernelMemory, Memory, UserMemory};
 pub use segment::{Folio, Iovec, Kvec, MAX_FOLIO_ORDER};

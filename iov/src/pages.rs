@@ -63,6 +63,25 @@ impl<P: Page, D: Direction> IovIter<'_, P, D> {
     /// # Errors
     ///
     /// [`IovError::Unsupported`] as above; [`IovError::Fault`] when GUP returns no page.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bvec::{Bvec, Pfn};
+    /// use iov::{FlatMemory, IovError, IovIter, Kvec, Source};
+    /// let mut bytes = vec![0u8; 4 * 4096];
+    /// let mut mem = FlatMemory::new(&mut bytes);
+    /// let t = [Bvec::new(Pfn(1), 4000, 5000).unwrap()];
+    /// let mut it = IovIter::<Pfn, Source>::bvec(&t, 5000)?;
+    /// let mut pages = [Pfn(0); 4];
+    /// assert_eq!(it.get_pages(&mut mem, &mut pages, usize::MAX), Ok((5000, 4000)));
+    /// assert_eq!(&pages[..3], &[Pfn(1), Pfn(2), Pfn(3)]);
+    /// assert_eq!(mem.refs(), 3);
+    /// let k = [Kvec::new(0, 10)];
+    /// let mut kit = IovIter::<Pfn, Source>::kvec(&k, 10)?;
+    /// assert_eq!(kit.get_pages(&mut mem, &mut pages, 10), Err(IovError::Unsupported));
+    /// # Ok::<(), IovError>(())
+    /// ```
     pub fn get_pages<M: Memory<P>>(
         &mut self,
         mem: &mut M,
@@ -123,6 +142,23 @@ impl<P: Page, D: Direction> IovIter<'_, P, D> {
     /// [`IovError::NoPageRoom`] when `pages` is empty and bytes are left (`-ENOMEM`),
     /// [`IovError::Unsupported`] for DISCARD, [`IovError::Fault`] when the first page cannot be
     /// obtained. A later KVEC page that cannot be looked up shortens the result instead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bvec::Pfn;
+    /// use iov::{FlatMemory, IovError, IovIter, Kvec, Dest};
+    /// let mut bytes = vec![0u8; 4 * 4096];
+    /// let mut mem = FlatMemory::new(&mut bytes);
+    /// let t = [Kvec::new(0, 0), Kvec::new(100, 8000)];
+    /// let mut it = IovIter::<Pfn, Dest>::kvec(&t, 8000)?;
+    /// let mut pages = [Pfn(9); 1];
+    /// // One page of room: the bytes up to the end of the first page.
+    /// assert_eq!(it.extract_pages(&mut mem, &mut pages, usize::MAX), Ok((3996, 100)));
+    /// assert_eq!((pages[0], it.count(), mem.refs()), (Pfn(0), 4004, 0));
+    /// assert_eq!(it.extract_pages(&mut mem, &mut [], 1), Err(IovError::NoPageRoom));
+    /// # Ok::<(), IovError>(())
+    /// ```
     pub fn extract_pages<M: Memory<P>>(
         &mut self,
         mem: &mut M,

@@ -91,6 +91,19 @@ impl<P: Page, D: Direction> IovIter<'_, P, D> {
     /// Vector kinds with more than one segment left answer for the current one (0 when it is
     /// an empty iovec/kvec); page lists answer `min(folio size, count)`, ignoring the offset
     /// into the folio as the kernel does; everything else answers the count.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use iov::{IovIter, Iovec, Source};
+    /// let t = [Iovec::new(0, 10), Iovec::new(64, 10)];
+    /// let mut it = IovIter::<bvec::Pfn, Source>::iovec(&t, 20)?;
+    /// it.advance(4);
+    /// assert_eq!(it.single_seg_count(), 6);
+    /// it.advance(6);
+    /// assert_eq!(it.single_seg_count(), 10); // one segment left: the count
+    /// # Ok::<(), iov::IovError>(())
+    /// ```
     pub fn single_seg_count(&self) -> usize {
         let cur =
             |len: Option<usize>| min(self.count, len.unwrap_or(0).saturating_sub(self.iov_offset));
@@ -156,6 +169,17 @@ impl<P: Page, D: Direction> IovIter<'_, P, D> {
     /// IOVEC/KVEC skip empty segments, but with a zero count still report the current segment's
     /// start (the kernel's do-while). BVEC reports in-page offsets (`bv_offset + skip`), not
     /// addresses. Page list: `iov_offset | count`. DISCARD: 0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use iov::{IovIter, Iovec, Dest};
+    /// let t = [Iovec::new(0x1000, 0x200), Iovec::new(0x2001, 0), Iovec::new(0x3000, 0x400)];
+    /// let it = IovIter::<bvec::Pfn, Dest>::iovec(&t, 0x600)?;
+    /// assert_eq!(it.alignment(), 0x1000 | 0x200 | 0x3000 | 0x400); // the empty one is skipped
+    /// assert_eq!(it.alignment() & 511, 0);
+    /// # Ok::<(), iov::IovError>(())
+    /// ```
     pub fn alignment(&self) -> usize {
         match self.kind {
             Kind::Ubuf { base } => {
@@ -208,6 +232,17 @@ impl<P: Page, D: Direction> IovIter<'_, P, D> {
     /// and the end of the one before it (`iov_iter_gap_alignment`). Walks whole segments from the
     /// current one (the kernel ignores `iov_offset`). UBUF: 0. Other kinds: `u32::MAX` (the
     /// kernel WARNs and returns `~0U`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use iov::{IovIter, Iovec, Source};
+    /// let t = [Iovec::new(0x1000, 0x1000), Iovec::new(0x5000, 0x200)];
+    /// let it = IovIter::<bvec::Pfn, Source>::iovec(&t, 0x1200)?;
+    /// assert_eq!(it.gap_alignment(), 0x5000 | 0x2000);
+    /// assert_eq!(IovIter::<bvec::Pfn, Source>::ubuf(3, 1).gap_alignment(), 0);
+    /// # Ok::<(), iov::IovError>(())
+    /// ```
     pub fn gap_alignment(&self) -> usize {
         let t = match self.kind {
             Kind::Ubuf { .. } => return 0,
