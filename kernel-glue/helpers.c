@@ -3,6 +3,8 @@
  * C helpers of kernel-glue; see helpers.h. Each helper calls the static inline function or macro
  * it is named after; rnvme_glue_page_to_phys() also validates its argument.
  */
+#include <linux/bio.h>
+#include <linux/bvec.h>
 #include <linux/highmem.h>
 #include <linux/instrumented.h>
 #include <linux/io.h>
@@ -107,6 +109,25 @@ unsigned long rnvme_glue_clear_user(void __user *to, unsigned long n)
 unsigned long rnvme_glue_vm_mmap_anon(unsigned long len)
 {
 	return vm_mmap(NULL, 0, len, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, 0);
+}
+
+void rnvme_glue_bio_advance_iter(const struct bio_vec *table, struct bvec_iter *iter,
+				 unsigned int bytes, bool single)
+{
+	/* Only bi_opf and bi_io_vec are read by the two inline functions. */
+	struct bio bio = { .bi_opf = REQ_OP_READ, .bi_io_vec = (struct bio_vec *)table };
+
+	if (single)
+		bio_advance_iter_single(&bio, iter, bytes);
+	else
+		bio_advance_iter(&bio, iter, bytes);
+}
+
+void rnvme_glue_bvec_iter_views(const struct bio_vec *table, const struct bvec_iter *iter,
+				struct bio_vec *mp, struct bio_vec *sp)
+{
+	*mp = mp_bvec_iter_bvec(table, *iter);
+	*sp = bvec_iter_bvec(table, *iter);
 }
 
 void rnvme_glue_cond_resched(void)

@@ -10,6 +10,8 @@
 #include <linux/compiler_types.h>
 #include <linux/types.h>
 
+struct bio_vec;
+struct bvec_iter;
 struct iov_iter;
 struct iov_iter_state;
 struct mm_struct;
@@ -36,6 +38,15 @@ unsigned long rnvme_glue_copy_from_user_nozero(void *to, const void __user *from
 unsigned long rnvme_glue_clear_user(void __user *to, unsigned long n);
 /* vm_mmap() of an anonymous private read/write mapping of len bytes in current->mm. */
 unsigned long rnvme_glue_vm_mmap_anon(unsigned long len);
+/*
+ * bio_advance_iter() (single == false) or bio_advance_iter_single() (single == true) for a
+ * READ bio whose bvec table is `table`.
+ */
+void rnvme_glue_bio_advance_iter(const struct bio_vec *table, struct bvec_iter *iter,
+				 unsigned int bytes, bool single);
+/* mp_bvec_iter_bvec() and bvec_iter_bvec(): the multipage and single-page current segment. */
+void rnvme_glue_bvec_iter_views(const struct bio_vec *table, const struct bvec_iter *iter,
+				struct bio_vec *mp, struct bio_vec *sp);
 /* cond_resched(). */
 void rnvme_glue_cond_resched(void);
 /* current->mm (NULL in kernel threads). */

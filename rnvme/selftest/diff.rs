@@ -77,6 +77,8 @@ pub(crate) struct Summary {
     pub(crate) mismatches: usize,
     /// Cases run per kind, in [`KindSel::ALL`] order.
     pub(crate) per_kind: [usize; 4],
+    /// `bvec_iter` cases (see [`crate::bvec_diff`]), counted in `cases` too.
+    pub(crate) bvec_iter: usize,
     /// Operations compared.
     pub(crate) ops: usize,
     /// Bytes the kernel's copies and zeroes moved (shows the cases are not vacuous).
@@ -403,5 +405,11 @@ pub(crate) fn run(seed: u64, total: usize, inject: bool) -> Result<Summary> {
             *n += 1;
         }
     }
+    // The bvec_iter cases: a quarter as many again, on the same pages.
+    let bvec_cases = total / 4;
+    let bad = crate::bvec_diff::run(&mut rng, &arena, bvec_cases, sum.mismatches)?;
+    sum.bvec_iter = bvec_cases;
+    sum.cases += bvec_cases;
+    sum.mismatches += bad;
     Ok(sum)
 }

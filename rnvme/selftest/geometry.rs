@@ -92,7 +92,7 @@ fn seg_len(rng: &mut Rng, max: usize) -> usize {
     }
 }
 
-fn gen_bvec(rng: &mut Rng, arena: &Arena) -> Result<KVec<Bvec<KPage>>> {
+pub(crate) fn gen_bvec(rng: &mut Rng, arena: &Arena) -> Result<KVec<Bvec<KPage>>> {
     let all = arena.mem.pool().allocations();
     let allocs = all.get(..arena.table_allocs).unwrap_or(all);
     let n = rng.range(1, MAX_SEGS);

@@ -10,7 +10,8 @@
 //! 2. **differential**: random cases (BVEC with multipage and page-straddling segments, KVEC with
 //!    zero-length segments, UBUF and IOVEC over a `vm_mmap` user buffer), each run through the
 //!    kernel's own `struct iov_iter` functions and through `iov::IovIter`, comparing every return
-//!    value, every iterator state and the resulting memory.
+//!    value, every iterator state and the resulting memory; plus `bvec_iter` cases comparing
+//!    `bvec::BvecIter` with the kernel's `bio_advance_iter` and segment views.
 //!
 //! It prints `smoke: N checks, M failures`, `differential: N cases, M mismatches` and
 //! `selftest: PASS` or `selftest: FAIL`; on failure `init` returns `-EINVAL`, so `insmod` fails.
@@ -24,6 +25,7 @@ use kernel::{c_str, prelude::*};
 use kernel_glue::params::{param_bool, param_uint};
 
 mod arena;
+mod bvec_diff;
 mod diff;
 mod geometry;
 mod rng;
@@ -55,11 +57,12 @@ impl kernel::Module for IovstackSelftest {
         let diff = diff::run(u64::from(seed), cases, inject)?;
         let [b, k, u, i] = diff.per_kind;
         pr_info!(
-            "differential kinds: bvec {} kvec {} ubuf {} iovec {}; {} operations, {} bytes moved, {} short copies, {} reverts, {} extractions\n",
+            "differential kinds: iov_iter bvec {} kvec {} ubuf {} iovec {}, bvec_iter {}; {} iov_iter operations, {} bytes moved, {} short copies, {} reverts, {} extractions\n",
             b,
             k,
             u,
             i,
+            diff.bvec_iter,
             diff.ops,
             diff.bytes,
             diff.short_copies,
