@@ -41,7 +41,8 @@ if ((${#missing[@]})); then
 else
     log "all ${#pkgs[@]} apt packages present"
     # The kernel build needs apt's package lists to resolve linux-source-6.12.
-    if ! apt-cache policy "$RNVME_KERNEL_PKG" | grep -q 'Candidate: [0-9]'; then
+    policy=$(apt-cache policy "$RNVME_KERNEL_PKG" 2>/dev/null || true)
+    if ! grep -q 'Candidate: [0-9]' <<<"$policy"; then
         $SUDO apt-get update
     fi
 fi
