@@ -82,11 +82,16 @@ kmake() { make -C "$srcdir" O="$kdir/build" "${makevars[@]}" "$@"; }
 mkdir -p "$kdir/build"
 rm -f "$kdir/.complete"
 kmake rustavailable >&2 || die "Rust toolchain not usable by the kernel (see above)"
-kmake tinyconfig >&2
+cfglog="$kdir/configure.log"
 mapfile -t frags < <(kernel_fragments "$variant")
-(cd "$kdir/build" && "$srcdir/scripts/kconfig/merge_config.sh" -m -O "$kdir/build" \
-    "$kdir/build/.config" "${frags[@]}") >&2
-kmake olddefconfig >&2
+if ! { kmake tinyconfig &&
+       (cd "$kdir/build" && "$srcdir/scripts/kconfig/merge_config.sh" -m -O "$kdir/build" \
+            "$kdir/build/.config" "${frags[@]}") &&
+       kmake olddefconfig; } > "$cfglog" 2>&1; then
+    cat "$cfglog" >&2
+    die "kernel configuration failed (log: $cfglog)"
+fi
+log "tinyconfig + ${frags[*]##*/} merged (details: $cfglog)"
 
 # Verify: the last setting of each symbol across the fragments must survive.
 missing=()

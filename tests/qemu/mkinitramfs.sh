@@ -85,8 +85,11 @@ done
 echo "root:x:0:0:root:/root:/bin/sh" > "$root/etc/passwd"
 echo "root:x:0:" > "$root/etc/group"
 
-(cd "$root" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --owner=0:0 --quiet) > "$out.tmp"
-mv "$out.tmp" "$out"
+# Write to a unique temporary name, then rename: concurrent runs never see a partial file.
+tmpout=$(mktemp "$out.XXXXXX")
+(cd "$root" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --owner=0:0 --quiet) > "$tmpout"
+chmod 644 "$tmpout"
+mv -f "$tmpout" "$out"
 log "initramfs: $out ($(du -h "$out" | cut -f1)); tests: $(cd "$root/tests" && ls | tr '\n' ' ')"
 finish
 echo "$out"
