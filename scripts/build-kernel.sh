@@ -24,6 +24,7 @@ jobs="${RNVME_JOBS:-$(nproc)}"
 mkdir -p "$RNVME_CACHE"/{downloads,src,kernel}
 
 stage "resolve cache key ($variant)"
+export_kernel_pkg_version
 pkgver=$(kernel_pkg_version)
 kdir=$(kernel_dir "$variant")
 log "package $RNVME_KERNEL_PKG $pkgver; cache dir $kdir"

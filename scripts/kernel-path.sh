@@ -14,6 +14,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 variant="${1:-normal}"
 what="${2:-build}"
+export_kernel_pkg_version
 kdir=$(kernel_dir "$variant")
 [[ -f "$kdir/.complete" ]] || die "$variant kernel not built ($kdir); run scripts/build-kernel.sh $variant"
 case "$what" in

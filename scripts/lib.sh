@@ -88,6 +88,10 @@ toolchain_fingerprint() {
 # ---- kernel source / cache key ----------------------------------------------
 # Version of the linux-source package we would download (candidate version).
 kernel_pkg_version() {
+    if [[ -n "${RNVME_KERNEL_PKGVER:-}" ]]; then
+        printf '%s\n' "$RNVME_KERNEL_PKGVER"
+        return
+    fi
     local v
     v=$(apt-cache policy "$RNVME_KERNEL_PKG" 2>/dev/null | awk '/Candidate:/ { print $2 }')
     if [[ -z "$v" || "$v" == "(none)" ]]; then
@@ -98,6 +102,12 @@ kernel_pkg_version() {
         v=$(dpkg-deb -f "$deb" Version)
     fi
     printf '%s\n' "$v"
+}
+
+# Resolve the package version once and export it (apt-cache is slow; child scripts inherit it).
+export_kernel_pkg_version() {
+    RNVME_KERNEL_PKGVER=$(kernel_pkg_version)
+    export RNVME_KERNEL_PKGVER
 }
 
 # Fragment files for a variant, in merge order.

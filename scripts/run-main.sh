@@ -8,6 +8,7 @@
 # options to tests/qemu/run-guest.sh (e.g. "--nvme 2 --append rnvme_tests=10-*").
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+export_kernel_pkg_version
 
 if [[ "${RNVME_SKIP_SETUP:-0}" != 1 ]]; then
     stage "setup"

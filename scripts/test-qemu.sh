@@ -12,6 +12,7 @@
 # passed via RNVME_INITRAMFS_ARGS (word-split).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+export_kernel_pkg_version
 
 jobs=("$@")
 ((${#jobs[@]})) || jobs=(normal debug selftest)
