@@ -125,6 +125,14 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Cases per property: 384, or `PROPTEST_CASES` from the environment for longer runs.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(384)
+}
+
 fn ops() -> impl Strategy<Value = Vec<Op>> {
     prop::collection::vec(op(), 0..24)
 }
@@ -144,7 +152,7 @@ macro_rules! conformance {
             }
 
             proptest! {
-                #![proptest_config(ProptestConfig::with_cases(384))]
+                #![proptest_config(ProptestConfig::with_cases(cases()))]
 
                 #[test]
                 fn matches_model(geo in geometry($shape), ops in ops()) {
