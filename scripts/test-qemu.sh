@@ -3,8 +3,9 @@
 #   1. normal kernel, all guest tests, 2 NVMe controllers
 #   2. debug kernel (KASAN, lockdep, kmemleak, atomic-sleep), all guest tests;
 #      any KASAN/lockdep/kmemleak/WARN report fails the run
-#   3. harness self-test: normal kernel + a deliberately failing guest test;
-#      run-guest.sh must exit non-zero, otherwise this script fails
+#   3. harness self-test: normal kernel + (a) a deliberately failing guest test,
+#      (b) a simulated KASAN report in the kernel log; run-guest.sh must exit 1
+#      for each, otherwise this script fails
 #
 #   scripts/test-qemu.sh [normal] [debug] [selftest]   (default: all three)
 # Env: RNVME_SKIP_SETUP=1 to skip scripts/setup.sh.
@@ -44,19 +45,22 @@ for j in "${jobs[@]}"; do
             if "$q/run-guest.sh" -k debug -i "$img"; then result[$j]=PASS; else result[$j]=FAIL; fi
             ;;
         selftest)
-            stage "job selftest (deliberately failing guest test)"
+            # Each deliberately broken guest run must make run-guest.sh exit 1.
+            stage "job selftest (deliberately failing guest runs)"
             "$RNVME_REPO/scripts/build-kernel.sh" normal >/dev/null
-            img=$("$q/mkinitramfs.sh" -k normal -o "$RNVME_CACHE/initramfs/test-selftest.cpio" \
-                --no-default-tests --test "$q/guest/selftest/99-deliberate-fail.sh")
-            rc=0
-            "$q/run-guest.sh" -k normal -i "$img" -t 300 || rc=$?
-            if [[ $rc -eq 1 ]]; then
-                log "selftest: run-guest.sh correctly reported failure (exit 1)"
-                result[$j]=PASS
-            else
-                log "selftest: run-guest.sh exited $rc for a failing guest test (expected 1)"
-                result[$j]=FAIL
-            fi
+            result[$j]=PASS
+            for t in 99-deliberate-fail 98-fake-kernel-report; do
+                img=$("$q/mkinitramfs.sh" -k normal -o "$RNVME_CACHE/initramfs/test-selftest-$t.cpio" \
+                    --no-default-tests --test "$q/guest/selftest/$t.sh")
+                rc=0
+                "$q/run-guest.sh" -k normal -i "$img" --nvme 0 -t 300 || rc=$?
+                if [[ $rc -eq 1 ]]; then
+                    log "selftest $t: run-guest.sh correctly reported failure (exit 1)"
+                else
+                    log "selftest $t: run-guest.sh exited $rc for a failing guest run (expected 1)"
+                    result[$j]=FAIL
+                fi
+            done
             ;;
         *) die "unknown job '$j' (normal|debug|selftest)" ;;
     esac
