@@ -59,6 +59,8 @@ stage "prepare guest ($variant)"
 workdir=$(mktemp -d "${TMPDIR:-/tmp}/rnvme-guest.XXXXXX")
 trap 'rm -rf "$workdir"' EXIT
 mkdir -p "$RNVME_CACHE/logs"
+# Keep the newest 100 default-named console logs.
+ls -1t "$RNVME_CACHE"/logs/guest-*.log 2>/dev/null | tail -n +100 | xargs -r rm -f
 logf="${logf:-$RNVME_CACHE/logs/guest-$variant-$(date +%Y%m%d-%H%M%S)-$$.log}"
 mkdir -p "$(dirname "$logf")"
 
