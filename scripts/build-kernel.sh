@@ -14,6 +14,8 @@
 # The build dir path is printed on stdout (everything else goes to stderr).
 # Env: RNVME_JOBS (default nproc), RNVME_FORCE_REBUILD=1 to ignore the stamp.
 set -euo pipefail
+# Parsed as one block, so editing this file while it runs cannot break the run.
+{
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 variant="${1:-normal}"
@@ -142,3 +144,5 @@ ln -sfn "$(basename "$kdir")" "$RNVME_CACHE/kernel/$variant"
 log "built kernel $(cat "$kdir/kernelrelease") in $kdir"
 finish
 echo "$kdir/build"
+exit
+}

@@ -10,6 +10,8 @@
 #   release    `make kernelrelease`
 #   make-vars  make variables (LLVM=1 RUSTC=... etc.), one per line
 set -euo pipefail
+# Parsed as one block, so editing this file while it runs cannot break the run.
+{
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 variant="${1:-normal}"
@@ -26,3 +28,5 @@ case "$what" in
     make-vars) cat "$kdir/make-vars" ;;
     *) die "unknown item '$what'" ;;
 esac
+exit
+}

@@ -7,6 +7,8 @@
 # Env: RNVME_SKIP_SETUP=1 skips scripts/setup.sh; RNVME_GUEST_ARGS passes extra
 # options to tests/qemu/run-guest.sh (e.g. "--nvme 2 --append rnvme_tests=10-*").
 set -euo pipefail
+# Parsed as one block, so editing this file while it runs cannot break the run.
+{
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 export_kernel_pkg_version
 
@@ -25,3 +27,5 @@ rc=0
 finish
 if [[ $rc -eq 0 ]]; then log "run-main: PASS"; else log "run-main: FAIL (run-guest exit $rc)"; fi
 exit "$rc"
+exit
+}

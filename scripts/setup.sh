@@ -9,6 +9,8 @@
 #
 # Must run as root (or with passwordless sudo) for apt.
 set -euo pipefail
+# Parsed as one block, so editing this file while it runs cannot break the run.
+{
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 kernels="${RNVME_SETUP_KERNELS-normal debug}"
@@ -102,3 +104,5 @@ for v in $kernels; do
     log "$v kernel build tree: $("$RNVME_REPO/scripts/kernel-path.sh" "$v")"
 done
 finish
+exit
+}

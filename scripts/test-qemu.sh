@@ -12,6 +12,8 @@
 # Extra mkinitramfs options (e.g. --add/--test for the rnvme module) can be
 # passed via RNVME_INITRAMFS_ARGS (word-split).
 set -euo pipefail
+# Parsed as one block, so editing this file while it runs cannot break the run.
+{
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 export_kernel_pkg_version
 
@@ -75,3 +77,5 @@ for j in "${jobs[@]}"; do
 done
 ((fails == 0)) || { echo "test-qemu: $fails job(s) failed"; exit 1; }
 echo "test-qemu: all ${#jobs[@]} job(s) passed"
+exit
+}

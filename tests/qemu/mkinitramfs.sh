@@ -14,6 +14,8 @@
 # /lib/rnvme/lib.sh (guest helpers) and /tests/*.sh.
 # Prints the output path on stdout.
 set -euo pipefail
+# Parsed as one block, so editing this file while it runs cannot break the run.
+{
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/../../scripts/lib.sh"
 
@@ -93,3 +95,5 @@ mv -f "$tmpout" "$out"
 log "initramfs: $out ($(du -h "$out" | cut -f1)); tests: $(cd "$root/tests" && ls | tr '\n' ' ')"
 finish
 echo "$out"
+exit
+}

@@ -16,6 +16,8 @@
 # Env: RNVME_KVM=1 to try KVM (falls back to TCG if /dev/kvm is unusable).
 # Exit codes: 0 pass, 1 guest/test failure or dirty log, 2 timeout, 3 usage/setup error.
 set -euo pipefail
+# Parsed as one block, so editing this file while it runs cannot break the run.
+{
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/../../scripts/lib.sh"
 
@@ -138,3 +140,5 @@ log "RESULT: ${verdict^^} ($variant) -- $(IFS=';'; echo "${reasons[*]}")"
 log "console log: $logf"
 [[ "$verdict" == timeout ]] && exit 2
 exit 1
+exit
+}
