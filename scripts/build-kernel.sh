@@ -39,14 +39,14 @@ cache_hit() {
     echo "$kdir/build"
     exit 0
 }
-cache_hit
+cache_hit || true
 # Serialise kernel builds/extraction (two variants share one source tree).
 exec 9>"$RNVME_CACHE/.build-kernel.lock"
 if ! flock -n 9; then
     log "another kernel build is running; waiting for the lock"
     flock 9
 fi
-cache_hit
+cache_hit || true
 log "cache miss: building $variant kernel"
 
 # ---- download ----------------------------------------------------------------
