@@ -343,10 +343,11 @@ pub fn build_prps(segs: &[DmaSegment], lists: &mut PrpLists<'_>) -> Result<Prps,
     for seg in segs {
         // Validated by plan_prps: no overflow, non-first segments page-aligned.
         let end = seg.addr + u64::from(seg.len);
-        let mut addr = seg.addr;
-        while addr < end {
-            w.push(addr)?;
-            addr = (addr & !CTRL_PAGE_MASK) + u64::from(NVME_CTRL_PAGE_SIZE);
+        let mut addr = Some(seg.addr);
+        while let Some(a) = addr.filter(|&a| a < end) {
+            w.push(a)?;
+            // `None` past the top of the address space: then `end` was reached anyway.
+            addr = (a & !CTRL_PAGE_MASK).checked_add(u64::from(NVME_CTRL_PAGE_SIZE));
         }
     }
     Ok(w.finish())

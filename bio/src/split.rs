@@ -93,18 +93,20 @@ impl Scan {
         len > 0 || bv.len() > max_len
     }
 
-    /// Walks `segs` until a limit is exceeded. Returns `true` when the walk stopped early.
+    /// Walks `segs` until a limit is exceeded (a virtual-boundary gap counts only when `gaps`).
+    /// Returns `true` when the walk stopped early.
     fn run<P: Page>(
         &mut self,
         segs: impl IntoIterator<Item = Bvec<P>>,
         lim: &QueueLimits,
         max_segs: u32,
         max_bytes: u32,
+        gaps: bool,
     ) -> bool {
         let mut prev: Option<Bvec<P>> = None;
         for bv in segs {
             if let Some(p) = &prev {
-                if gap_to_prev(lim, p, bv.offset()) {
+                if gaps && gap_to_prev(lim, p, bv.offset()) {
                     return true;
                 }
             }
@@ -160,7 +162,13 @@ where
     I: IntoIterator<Item = Bvec<P>> + Clone,
 {
     let mut scan = Scan { bytes: 0, nsegs: 0 };
-    if !scan.run(segs.clone(), lim, u32::from(lim.max_segments()), max_bytes) {
+    if !scan.run(
+        segs.clone(),
+        lim,
+        u32::from(lim.max_segments()),
+        max_bytes,
+        true,
+    ) {
         return Ok(SplitPoint::Whole { nsegs: scan.nsegs });
     }
     let lbs = lim.logical_block_size();
@@ -172,7 +180,7 @@ where
         });
     }
     let mut front = Scan { bytes: 0, nsegs: 0 };
-    front.run(segs, lim, u32::MAX, bytes);
+    front.run(segs, lim, u32::MAX, bytes, false);
     Ok(SplitPoint::Front {
         bytes,
         nsegs: front.nsegs,
@@ -182,8 +190,8 @@ where
 /// Counts the physical segments of `segs` with no segment or size cap
 /// (`blk_recalc_rq_segments`), i.e. what `nr_phys_segments` should be.
 ///
-/// Counting stops at a virtual-boundary gap (the kernel does the same; a bio split to limits has
-/// none) and after `u32::MAX` bytes.
+/// Virtual-boundary gaps are not looked at (a bio split to limits has none); counting stops after
+/// `u32::MAX` bytes.
 ///
 /// # Examples
 ///
@@ -201,6 +209,6 @@ pub fn count_phys_segments<P: Page>(
     lim: &QueueLimits,
 ) -> u32 {
     let mut scan = Scan { bytes: 0, nsegs: 0 };
-    scan.run(segs, lim, u32::MAX, u32::MAX);
+    scan.run(segs, lim, u32::MAX, u32::MAX, false);
     scan.nsegs
 }

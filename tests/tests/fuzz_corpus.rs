@@ -16,6 +16,8 @@ use iovstack_tests::fuzz;
 const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("bvec_advance", fuzz::bvec_advance::run),
     ("bvec_split", fuzz::bvec_split::run),
+    ("bio_split", fuzz::bio_split::run),
+    ("prp_build", fuzz::prp_build::run),
     ("iov_ops", fuzz::iov_ops::run),
 ];
 

@@ -287,3 +287,18 @@ fn many_small_segments() {
             .collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn top_of_address_space() {
+    // The last page: the next page address would overflow.
+    let (p, _) = build(&[seg(u64::MAX - 4095, 100)]);
+    assert_eq!(p.unwrap().plan.entries, 1);
+    let (p, pages) = build(&[seg(u64::MAX - 8191, 8192 - 4)]);
+    let p = p.unwrap();
+    assert_eq!((p.prp2, p.plan.entries), (u64::MAX - 4095, 2));
+    assert!(pages[0].iter().all(|&e| e == 0));
+    assert_eq!(
+        plan_prps(&[seg(u64::MAX - 4095, 4096)]),
+        Err(DptrError::AddressOverflow { index: 0 })
+    );
+}

@@ -5,8 +5,10 @@
 //! into a table and an operation sequence, and panics when an invariant breaks. Any input is
 //! valid: missing bytes read as zero.
 
+pub mod bio_split;
 pub mod bvec_advance;
 pub mod bvec_split;
 pub mod input;
 pub mod iov_ops;
 pub mod oracle;
+pub mod prp_build;
