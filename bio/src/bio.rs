@@ -58,6 +58,20 @@ impl<'a, P: Page> Bio<'a, P> {
     /// # Errors
     ///
     /// [`BioError::WrongOp`] when `op` carries no data.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{Bio, BioError, Op};
+    /// use bvec::{Bvec, BvecIter, Pfn};
+    /// let table = [Bvec::new(Pfn(2), 0, 4096)?];
+    /// let mut it = BvecIter::new(&table, 8, 4096)?;
+    /// it.advance(512)?;
+    /// let bio = Bio::new(Op::Read, it)?;          // the window starts where the iterator is
+    /// assert_eq!((bio.sector(), bio.size()), (9, 3584));
+    /// assert_eq!(Bio::new(Op::Flush, it).unwrap_err(), BioError::WrongOp { op: Op::Flush });
+    /// # Ok::<(), BioError>(())
+    /// ```
     pub fn new(op: Op, iter: BvecIter<'a, P>) -> Result<Self, BioError> {
         if !op.has_data() {
             return Err(BioError::WrongOp { op });
@@ -75,6 +89,18 @@ impl<'a, P: Page> Bio<'a, P> {
     ///
     /// [`BioError::WrongOp`] for an operation without data, [`BioError::Bvec`] when the table
     /// holds fewer than `size` bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{Bio, Op};
+    /// use bvec::{Bvec, Pfn};
+    /// let table = [Bvec::new(Pfn(2), 0, 4096)?, Bvec::new(Pfn(9), 0, 512)?];
+    /// assert_eq!(Bio::from_table(Op::Write, 0, &table, 4608)?.segments().count(), 2);
+    /// assert_eq!(Bio::from_table(Op::Write, 0, &table, 4096)?.segments().count(), 1);
+    /// assert!(Bio::from_table(Op::Write, 0, &table, 4609).is_err());
+    /// # Ok::<(), bio::BioError>(())
+    /// ```
     pub fn from_table(
         op: Op,
         sector: u64,
@@ -85,6 +111,16 @@ impl<'a, P: Page> Bio<'a, P> {
     }
 
     /// A cache flush (no data, no sector range).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{Bio, Op, QueueLimits, SplitPoint};
+    /// let f = Bio::<bvec::Pfn>::flush();
+    /// assert!(f.is_empty() && f.bvec_iter().is_none());
+    /// let lim = QueueLimits::nvme(512, 0, 0).unwrap();
+    /// assert_eq!(f.split_point(&lim), Ok(SplitPoint::Whole { nsegs: 0 }));
+    /// ```
     pub const fn flush() -> Self {
         // INVARIANT: a flush with no iterator and size 0.
         Self {
@@ -162,6 +198,19 @@ impl<'a, P: Page> Bio<'a, P> {
     }
 
     /// Multipage segments of the window (`bio_for_each_bvec`); empty without data.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{Bio, Op};
+    /// use bvec::{Bvec, Pfn};
+    /// let table = [Bvec::new(Pfn(2), 3000, 2000)?];
+    /// let bio = Bio::from_table(Op::Read, 0, &table, 2000)?;
+    /// assert_eq!(bio.segments().count(), 1);           // one multipage segment
+    /// assert_eq!(bio.pages().count(), 2);              // two pages
+    /// assert_eq!(Bio::<Pfn>::flush().segments().count(), 0);
+    /// # Ok::<(), bio::BioError>(())
+    /// ```
     pub fn segments(&self) -> core::iter::Flatten<core::option::IntoIter<Segments<'a, P>>> {
         self.bvec_iter()
             .map(|it| it.segments())
@@ -182,6 +231,19 @@ impl<'a, P: Page> Bio<'a, P> {
     /// # Errors
     ///
     /// [`BioError::PastEnd`] when `bytes > self.size()`; the bio is unchanged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{Bio, BioError, Op};
+    /// use bvec::{Bvec, Pfn};
+    /// let table = [Bvec::new(Pfn(2), 0, 4096)?];
+    /// let mut bio = Bio::from_table(Op::Read, 0, &table, 4096)?;
+    /// bio.advance(4096)?;                                 // to the very end
+    /// assert_eq!((bio.sector(), bio.size()), (8, 0));
+    /// assert_eq!(bio.advance(1), Err(BioError::PastEnd { requested: 1, remaining: 0 }));
+    /// # Ok::<(), BioError>(())
+    /// ```
     pub fn advance(&mut self, bytes: u32) -> Result<(), BioError> {
         match &mut self.payload {
             Payload::Vecs(it) => it
@@ -203,6 +265,19 @@ impl<'a, P: Page> Bio<'a, P> {
     /// # Errors
     ///
     /// [`BioError::PastEnd`] when `size > self.size()`; the bio is unchanged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{Bio, Op};
+    /// use bvec::{Bvec, Pfn};
+    /// let table = [Bvec::new(Pfn(2), 0, 4096)?];
+    /// let mut bio = Bio::from_table(Op::Read, 0, &table, 4096)?;
+    /// bio.truncate(1024)?;
+    /// assert_eq!(bio.size(), 1024);
+    /// assert!(bio.truncate(1025).is_err());
+    /// # Ok::<(), bio::BioError>(())
+    /// ```
     pub fn truncate(&mut self, size: u32) -> Result<(), BioError> {
         match &mut self.payload {
             Payload::Vecs(it) => it
@@ -261,6 +336,21 @@ impl<'a, P: Page> Bio<'a, P> {
     ///
     /// [`BioError::BadSplit`] unless `0 < bytes < size` and `bytes` is a whole number of sectors
     /// (the kernel `BUG`s); the bio is unchanged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{Bio, BioError, Op};
+    /// use bvec::{Bvec, Pfn};
+    /// let table = [Bvec::new(Pfn(2), 0, 8192)?];
+    /// let mut bio = Bio::from_table(Op::Write, 0, &table, 8192)?;
+    /// let front = bio.split(4096)?;
+    /// assert_eq!((front.size(), bio.sector(), bio.size()), (4096, 8, 4096));
+    /// assert!(core::ptr::eq(front.table(), bio.table()));        // shared, not copied
+    /// assert_eq!(bio.split(4096).err(), Some(BioError::BadSplit { bytes: 4096, size: 4096 }));
+    /// assert!(bio.split(100).is_err());                           // not whole sectors
+    /// # Ok::<(), BioError>(())
+    /// ```
     pub fn split(&mut self, bytes: u32) -> Result<Self, BioError> {
         let size = self.size();
         if bytes == 0 || bytes >= size || bytes % (1 << SECTOR_SHIFT) != 0 {
@@ -277,6 +367,19 @@ impl<'a, P: Page> Bio<'a, P> {
     /// # Errors
     ///
     /// [`BioError::Unaligned`] otherwise.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{Bio, Op, QueueLimits};
+    /// use bvec::{Bvec, Pfn};
+    /// let lim = QueueLimits::nvme(4096, 0, 0).unwrap();
+    /// let table = [Bvec::new(Pfn(2), 0, 8192)?];
+    /// assert!(Bio::from_table(Op::Read, 8, &table, 4096)?.check_aligned(&lim).is_ok());
+    /// assert!(Bio::from_table(Op::Read, 1, &table, 4096)?.check_aligned(&lim).is_err());
+    /// assert!(Bio::from_table(Op::Read, 8, &table, 512)?.check_aligned(&lim).is_err());
+    /// # Ok::<(), bio::BioError>(())
+    /// ```
     pub fn check_aligned(&self, lim: &QueueLimits) -> Result<(), BioError> {
         let lbs = lim.logical_block_size();
         let lbs_sectors = u64::from(lbs >> SECTOR_SHIFT);
@@ -302,6 +405,21 @@ impl<'a, P: Page> Bio<'a, P> {
     /// [`BioError::Unaligned`] for a bio that is not logical-block aligned,
     /// [`BioError::CannotSplit`] when no valid front exists, [`BioError::Unsupported`] for a
     /// discard or write-zeroes the queue does not support.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{Bio, Op, QueueLimits, SplitPoint};
+    /// use bvec::{Bvec, Pfn};
+    /// let lim = QueueLimits::nvme(512, 0, 0).unwrap();
+    /// // A half page, then a page elsewhere: the virtual boundary forces a split after 2048 bytes.
+    /// let table = [Bvec::new(Pfn(2), 0, 2048)?, Bvec::new(Pfn(9), 0, 4096)?];
+    /// let bio = Bio::from_table(Op::Write, 0, &table, 6144)?;
+    /// assert_eq!(bio.split_point(&lim), Ok(SplitPoint::Front { bytes: 2048, nsegs: 1 }));
+    /// let d = Bio::<Pfn>::range(Op::Discard, 0, 1 << 30)?;
+    /// assert_eq!(d.split_point(&lim), Ok(SplitPoint::Whole { nsegs: 1 }));
+    /// # Ok::<(), bio::BioError>(())
+    /// ```
     pub fn split_point(&self, lim: &QueueLimits) -> Result<SplitPoint, BioError> {
         self.check_aligned(lim)?;
         let (max_sectors, nsegs) = match self.op {
@@ -373,6 +491,18 @@ impl<'a, P: Page> Bio<'a, P> {
 
     /// The number of physical segments of the window under `lim` (`nr_phys_segments`, as
     /// `blk_recalc_rq_segments` counts it): 1 for a discard, 0 for a flush or write-zeroes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{Bio, LimitsConfig, Op, QueueLimits};
+    /// use bvec::{Bvec, Pfn};
+    /// let lim = QueueLimits::new(&LimitsConfig { seg_boundary_mask: 0xffff, ..LimitsConfig::default() }).unwrap();
+    /// let table = [Bvec::new(Pfn(15), 0, 8192)?];   // crosses a 64 KiB window
+    /// assert_eq!(Bio::from_table(Op::Read, 0, &table, 8192)?.nr_phys_segments(&lim), 2);
+    /// assert_eq!(Bio::<Pfn>::flush().nr_phys_segments(&lim), 0);
+    /// # Ok::<(), bio::BioError>(())
+    /// ```
     pub fn nr_phys_segments(&self, lim: &QueueLimits) -> u32 {
         match self.op {
             Op::Read | Op::Write => count_phys_segments(self.segments(), lim),
@@ -383,6 +513,19 @@ impl<'a, P: Page> Bio<'a, P> {
 
     /// Whether every segment's physical address and length satisfy the DMA alignment
     /// (`blk_rq_aligned` for each segment).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{Bio, Op, QueueLimits};
+    /// use bvec::{Bvec, Pfn};
+    /// let nvme = QueueLimits::nvme(512, 0, 0).unwrap();     // 4-byte alignment
+    /// let ok = [Bvec::new(Pfn(2), 4, 512)?];
+    /// let odd = [Bvec::new(Pfn(2), 2, 512)?];
+    /// assert!(Bio::from_table(Op::Read, 0, &ok, 512)?.dma_aligned(&nvme));
+    /// assert!(!Bio::from_table(Op::Read, 0, &odd, 512)?.dma_aligned(&nvme));
+    /// # Ok::<(), bio::BioError>(())
+    /// ```
     pub fn dma_aligned(&self, lim: &QueueLimits) -> bool {
         self.segments()
             .all(|bv| lim.dma_aligned(bv.phys() | u64::from(bv.len())))

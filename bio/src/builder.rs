@@ -64,6 +64,17 @@ impl<'a, P: Page> BioBuilder<'a, P> {
     /// # Errors
     ///
     /// [`BioError::WrongOp`] for an operation without data.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{BioBuilder, BioError, Op, BIO_MAX_VECS};
+    /// use bvec::{Bvec, Pfn};
+    /// let mut big = [Bvec::new(Pfn(0), 0, 1)?; 300];
+    /// assert_eq!(BioBuilder::new(Op::Write, 0, &mut big)?.max_vecs(), BIO_MAX_VECS);
+    /// assert_eq!(BioBuilder::new(Op::Discard, 0, &mut big).unwrap_err(), BioError::WrongOp { op: Op::Discard });
+    /// # Ok::<(), BioError>(())
+    /// ```
     pub fn new(op: Op, sector: u64, storage: &'a mut [Bvec<P>]) -> Result<Self, BioError> {
         if !op.has_data() {
             return Err(BioError::WrongOp { op });
@@ -106,6 +117,19 @@ impl<'a, P: Page> BioBuilder<'a, P> {
     }
 
     /// Whether no segment is free or `len` more bytes would overflow the size (`bio_full`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{BioBuilder, Op};
+    /// use bvec::{Bvec, Pfn};
+    /// let mut one = [Bvec::new(Pfn(0), 0, 1)?; 1];
+    /// let mut b = BioBuilder::new(Op::Write, 0, &mut one)?;
+    /// assert!(!b.is_full(0));
+    /// b.add_page(Pfn(1), 512, 0);
+    /// assert!(b.is_full(0));
+    /// # Ok::<(), bio::BioError>(())
+    /// ```
     pub const fn is_full(&self, len: u32) -> bool {
         self.vcnt >= self.max_vecs || self.size > u32::MAX - len
     }
@@ -251,6 +275,21 @@ impl<'a, P: Page> BioBuilder<'a, P> {
     /// # Errors
     ///
     /// [`BioError::PastEnd`] when `bytes > self.size()`; nothing changes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{BioBuilder, Op};
+    /// use bvec::{Bvec, Pfn};
+    /// let mut st = [Bvec::new(Pfn(0), 0, 1)?; 2];
+    /// let mut b = BioBuilder::new(Op::Write, 0, &mut st)?;
+    /// b.add_page(Pfn(1), 1000, 0);
+    /// b.add_page(Pfn(7), 24, 0);
+    /// b.revert(30)?;                                   // drops the 24-byte segment and 6 more bytes
+    /// assert_eq!(b.vecs(), [Bvec::new(Pfn(1), 0, 994)?]);
+    /// assert!(b.revert(995).is_err());
+    /// # Ok::<(), bio::BioError>(())
+    /// ```
     pub fn revert(&mut self, bytes: u32) -> Result<(), BioError> {
         if bytes > self.size {
             return Err(BioError::PastEnd {

@@ -216,6 +216,18 @@ pub fn build_prps_from_tag<T: DmaPageTable + ?Sized>(
 ///
 /// Yields nothing for an invalid range; check it with [`build_prps_from_tag`] or validate the
 /// table with [`PremappedPages::new`] first. Page addresses are not checked here.
+///
+/// # Examples
+///
+/// ```
+/// use bio::{tag_segments, DmaSegment, PremappedPages, TagRange};
+/// let table = [0x10_0000, 0x10_1000, 0x50_0000];     // pages 0 and 1 are contiguous
+/// let buf = PremappedPages::new(&table, 0, 3 * 4096)?;
+/// let segs: Vec<_> = tag_segments(&buf, TagRange { offset: 100, len: 3 * 4096 - 100 }).collect();
+/// assert_eq!(segs, [DmaSegment::new(0x10_0064, 8092), DmaSegment::new(0x50_0000, 4096)]);
+/// assert_eq!(tag_segments(&buf, TagRange { offset: 0, len: 3 * 4096 + 1 }).count(), 0);
+/// # Ok::<(), bio::DptrError>(())
+/// ```
 pub fn tag_segments<T: DmaPageTable + ?Sized>(
     table: &T,
     range: TagRange,
@@ -279,6 +291,20 @@ impl Iterator for TagSegments<'_> {
 /// # Errors
 ///
 /// As [`build_prps_from_tag`] for the range, and as [`build_sgl`] for the list.
+///
+/// # Examples
+///
+/// ```
+/// use bio::{build_sgl_from_tag, PremappedPages, SglDescriptor, SglKind, TagRange};
+/// let table = [0x10_0000, 0x10_1000, 0x50_0000];
+/// let buf = PremappedPages::new(&table, 0, 3 * 4096)?;
+/// let mut list = [SglDescriptor::default(); 4];
+/// let s = build_sgl_from_tag(&buf, TagRange { offset: 0, len: 8192 }, &mut list, 0x9000)?;
+/// assert_eq!(s.dptr, SglDescriptor::data_block(0x10_0000, 8192)); // contiguous: inline
+/// let s = build_sgl_from_tag(&buf, TagRange { offset: 0, len: 3 * 4096 }, &mut list, 0x9000)?;
+/// assert_eq!((s.dptr.kind(), s.list_entries), (SglKind::LastSegment, 2));
+/// # Ok::<(), bio::DptrError>(())
+/// ```
 pub fn build_sgl_from_tag<T: DmaPageTable + ?Sized>(
     table: &T,
     range: TagRange,

@@ -107,6 +107,27 @@ impl<'a, P: Page> Bio<'a, P> {
     /// # Errors
     ///
     /// As [`Self::from_bvec_iov`] and [`BioBuilder::add_iov`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{Bio, Op, QueueLimits};
+    /// use bvec::{Bvec, Pfn};
+    /// use iov::{FlatMemory, IovIter, Iovec, Source};
+    /// let mut bytes = vec![0u8; 8 * 4096];
+    /// let mut mem = FlatMemory::new(&mut bytes);     // user address a is byte a, in page a / 4096
+    /// let lim = QueueLimits::nvme(512, 0, 0).unwrap();
+    /// // Whole blocks per iovec, as block-device direct I/O requires (a partial block ends the bio).
+    /// let v = [Iovec::new(0x1000, 2560), Iovec::new(0x1000 + 2560, 2560)];
+    /// let mut it = IovIter::<Pfn, Source>::iovec(&v, 5120).unwrap();
+    /// let mut storage = [Bvec::new(Pfn(0), 0, 1)?; 4];
+    /// let mut scratch = [Pfn(0); 4];
+    /// let bio = Bio::from_iov(Op::Write, 0, &mut it, &lim, &mut storage, &mut scratch, &mut mem, |_| {})?;
+    /// // The two iovecs are contiguous: one multipage segment.
+    /// assert_eq!(bio.segments().collect::<Vec<_>>(), [Bvec::new(Pfn(1), 0, 5120)?]);
+    /// assert_eq!(it.count(), 0);
+    /// # Ok::<(), bio::BioError>(())
+    /// ```
     #[allow(clippy::too_many_arguments)]
     pub fn from_iov<'t: 'a, 's: 'a, D: Direction, M: Memory<P>>(
         op: Op,
@@ -147,6 +168,26 @@ impl<P: Page> BioBuilder<'_, P> {
     /// that does not match the operation, [`BioError::NoProgress`] when nothing at all could be
     /// added (including a remaining count below one logical block), [`BioError::Iov`] when the
     /// first extraction fails. Later failures end the loop with the bytes added so far.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{BioBuilder, BioError, Op, QueueLimits};
+    /// use bvec::{Bvec, Pfn};
+    /// use iov::{FlatMemory, IovIter, Source};
+    /// let mut bytes = vec![0u8; 8 * 4096];
+    /// let mut mem = FlatMemory::new(&mut bytes);
+    /// let lim = QueueLimits::nvme(4096, 0, 0).unwrap();
+    /// let mut it = IovIter::<Pfn, Source>::ubuf(0x1000, 4096 + 100);
+    /// let mut storage = [Bvec::new(Pfn(0), 0, 1)?; 4];
+    /// let mut b = BioBuilder::new(Op::Write, 0, &mut storage)?;
+    /// let mut unpinned = Vec::new();
+    /// assert_eq!(b.add_iov(&mut it, &lim, &mut [Pfn(0); 4], &mut mem, |p| unpinned.push(p)), Ok(4096));
+    /// assert_eq!(it.count(), 100);                 // the partial block stays in the iterator
+    /// assert_eq!(unpinned, [Pfn(2), Pfn(2)]);      // its page was pinned twice, released twice
+    /// assert_eq!(b.add_iov(&mut it, &lim, &mut [Pfn(0); 4], &mut mem, |_| {}), Err(BioError::NoProgress));
+    /// # Ok::<(), BioError>(())
+    /// ```
     pub fn add_iov<D: Direction, M: Memory<P>>(
         &mut self,
         iter: &mut IovIter<'_, P, D>,

@@ -285,6 +285,16 @@ impl QueueLimits {
 
     /// Distance in sectors from `sector` to the next chunk boundary, or `u32::MAX` without chunks
     /// (`blk_boundary_sectors_left`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{LimitsConfig, QueueLimits};
+    /// let l = QueueLimits::new(&LimitsConfig { chunk_sectors: 256, ..LimitsConfig::default() })?;
+    /// assert_eq!((l.chunk_sectors_left(0), l.chunk_sectors_left(255), l.chunk_sectors_left(256)), (256, 1, 256));
+    /// assert_eq!(QueueLimits::new(&LimitsConfig::default())?.chunk_sectors_left(7), u32::MAX);
+    /// # Ok::<(), bio::LimitsError>(())
+    /// ```
     pub fn chunk_sectors_left(&self, sector: u64) -> u32 {
         if self.chunk_sectors == 0 {
             return u32::MAX;
@@ -329,11 +339,27 @@ impl QueueLimits {
     }
 
     /// [`Self::max_io_sectors`] in bytes (cannot overflow: `max_sectors <= BIO_MAX_SECTORS`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let l = bio::QueueLimits::nvme(512, 5, 0)?;     // 128 KiB
+    /// assert_eq!(l.max_io_bytes(0), 128 * 1024);
+    /// # Ok::<(), bio::LimitsError>(())
+    /// ```
     pub fn max_io_bytes(&self, sector: u64) -> u32 {
         self.max_io_sectors(sector) << SECTOR_SHIFT
     }
 
     /// Whether a buffer at `addr` satisfies the DMA alignment.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let l = bio::QueueLimits::nvme(512, 0, 0)?;     // mask 3
+    /// assert!(l.dma_aligned(0x1004) && !l.dma_aligned(0x1002));
+    /// # Ok::<(), bio::LimitsError>(())
+    /// ```
     pub const fn dma_aligned(&self, addr: u64) -> bool {
         addr & self.dma_alignment as u64 == 0
     }

@@ -86,6 +86,17 @@ pub struct Prps {
 
 impl Prps {
     /// The command's 16-byte DPTR field (command bytes 24..40), little-endian.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{build_prps, DmaSegment, PrpLists};
+    /// let p = build_prps(&[DmaSegment::new(0x1122_3000, 8192)], &mut PrpLists::new(&mut [], &[])?)?;
+    /// let b = p.dptr_bytes();
+    /// assert_eq!(b[..8], 0x1122_3000u64.to_le_bytes());
+    /// assert_eq!(b[8..], 0x1122_4000u64.to_le_bytes());
+    /// # Ok::<(), bio::DptrError>(())
+    /// ```
     pub fn dptr_bytes(&self) -> [u8; 16] {
         let mut out = [0u8; 16];
         let (a, b) = out.split_at_mut(8);
