@@ -20,7 +20,7 @@ def crit_dir():
 
 
 def median(root, group, bench):
-    path = os.path.join(root, group.replace("/", "_"), *bench.split("/"), "new", "estimates.json")
+    path = os.path.join(root, group.replace("/", "_"), bench.replace("/", "_"), "new", "estimates.json")
     try:
         with open(path) as f:
             m = json.load(f)["median"]
@@ -63,14 +63,15 @@ def main():
         print(f"| `{g}/{name}` | {fmt_time(m[0])} | {fmt_time(m[1])} – {fmt_time(m[2])} "
               f"| {gibs(m[0]):.1f} GiB/s | {ratio} |")
 
-    print("\n| benchmark | median | 95% CI of median | throughput | vs generic |")
+    print("\n| benchmark | median | 95% CI of median | throughput | vs generic (same step) |")
     print("|---|---|---|---|---|")
     gen = median(root, "iov/step", "bvec_generic")
-    for name in ["bvec_generic", "bvec_dyn"]:
+    for name in ["bvec_generic", "bvec_dyn", "bvec_touch_generic", "bvec_touch_dyn"]:
         m = median(root, "iov/step", name)
         if m is None:
             continue
-        ratio = f"{m[0] / gen[0]:.3f}×" if gen else "-"
+        ref = gen if "touch" not in name else median(root, "iov/step", "bvec_touch_generic")
+        ratio = f"{m[0] / ref[0]:.3f}×" if ref else "-"
         print(f"| `iov/step/{name}` | {fmt_time(m[0])} | {fmt_time(m[1])} – {fmt_time(m[2])} "
               f"| {gibs(m[0]):.1f} GiB/s | {ratio} |")
 
@@ -80,6 +81,13 @@ def main():
         m = median(root, "iov/npages", name)
         if m is not None:
             print(f"| `iov/npages/{name}` | {fmt_time(m[0])} | {fmt_time(m[1])} – {fmt_time(m[2])} |")
+
+    print("\n| benchmark | median | 95% CI of median |")
+    print("|---|---|---|")
+    for name in ["iovec65536", "bvec65536", "page_list65536"]:
+        m = median(root, "iov/iter_init", name)
+        if m is not None:
+            print(f"| `iov/iter_init/{name}` | {fmt_time(m[0])} | {fmt_time(m[1])} – {fmt_time(m[2])} |")
 
     print("\n| segments | borrow | borrow incl. `IovIter::bvec` | copy (extract + add_page) | copy / borrow |")
     print("|---|---|---|---|---|")

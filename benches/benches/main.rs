@@ -85,7 +85,8 @@ fn copy_from_iter(c: &mut Criterion) {
     g.finish();
 }
 
-/// The same BVEC copy with the step monomorphised into the engine and through `dyn Step`.
+/// The same BVEC copy with the step monomorphised into the engine and through `dyn Step`; then
+/// the same walk with a step that touches one byte per page (dispatch-bound).
 fn step_dispatch(c: &mut Criterion) {
     let t = Tables::new(NPAGES);
     let mem = TiledMem::new(TOTAL);
@@ -104,6 +105,21 @@ fn step_dispatch(c: &mut Criterion) {
             b.iter_batched_ref(
                 || make(name, kunit::bvec_iter, black_box(&t)),
                 |it| run(&mem, it, scratch.as_mut_slice()),
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    type Touch = fn(&TiledMem, &mut IovIter<'_, Pfn, Source>) -> usize;
+    let touch: [(&str, Touch); 2] = [
+        ("bvec_touch_generic", kunit::touch_all_generic_step),
+        ("bvec_touch_dyn", kunit::touch_all_dyn_step),
+    ];
+    for (name, run) in touch {
+        expect_total(name, run(&mem, &mut make(name, kunit::bvec_iter, &t)));
+        g.bench_function(name, |b| {
+            b.iter_batched_ref(
+                || make(name, kunit::bvec_iter, black_box(&t)),
+                |it| run(&mem, it),
                 BatchSize::PerIteration,
             )
         });

@@ -66,7 +66,13 @@ fn main() {
     let dyn_step = Run::Drain(kunit::bvec_iter, |m, it, s| {
         kunit::copy_all_dyn_step(m, it, s)
     });
-    let runs: [(&str, Run, Run); 9] = [
+    let touch_generic = Run::Drain(kunit::bvec_iter, |m, it, _| {
+        kunit::touch_all_generic_step(m, it)
+    });
+    let touch_dyn = Run::Drain(kunit::bvec_iter, |m, it, _| {
+        kunit::touch_all_dyn_step(m, it)
+    });
+    let runs: [(&str, Run, Run); 10] = [
         (
             "ubuf",
             Run::Whole(|m, _, s| kunit::ubuf(m, NPAGES, s)),
@@ -100,6 +106,7 @@ fn main() {
         ("step_generic", generic, memcpy),
         ("step_dyn", dyn_step, memcpy),
         ("step_dyn/generic", dyn_step, generic),
+        ("touch_dyn/generic", touch_dyn, touch_generic),
     ];
     println!("{rounds} rounds; ms per 256 MiB; ratio = median over rounds of run/ceiling");
     println!(

@@ -37,6 +37,10 @@ fn main() {
                 .map_or(0, |mut it| kunit::copy_all_generic_step(&mem, &mut it, s)),
             "dyn" => kunit::bvec_iter(black_box(&t))
                 .map_or(0, |mut it| kunit::copy_all_dyn_step(&mem, &mut it, s)),
+            "touch_generic" => kunit::bvec_iter(black_box(&t))
+                .map_or(0, |mut it| kunit::touch_all_generic_step(&mem, &mut it)),
+            "touch_dyn" => kunit::bvec_iter(black_box(&t))
+                .map_or(0, |mut it| kunit::touch_all_dyn_step(&mem, &mut it)),
             other => {
                 eprintln!("unknown geometry {other}");
                 std::process::exit(2);
