@@ -12,8 +12,11 @@ use std::path::{Path, PathBuf};
 
 use iovstack_tests::fuzz;
 
+/// A fuzz target's entry point.
+type RunFn = fn(&[u8]);
+
 /// Fuzz target name (directory under `fuzz/corpus`, file under `fuzz/fuzz_targets`) → its `run`.
-const TARGETS: &[(&str, fn(&[u8]))] = &[
+const TARGETS: &[(&str, RunFn)] = &[
     ("bvec_advance", fuzz::bvec_advance::run),
     ("bvec_split", fuzz::bvec_split::run),
     ("bio_split", fuzz::bio_split::run),
@@ -25,7 +28,7 @@ fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz")
 }
 
-fn target(name: &str) -> Option<fn(&[u8])> {
+fn target(name: &str) -> Option<RunFn> {
     TARGETS.iter().find(|(n, _)| *n == name).map(|&(_, f)| f)
 }
 
