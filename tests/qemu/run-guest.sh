@@ -13,7 +13,9 @@
 #     -t, --timeout SECS     hard host-side timeout (default 600, 1800 for debug)
 #     -l, --log FILE         console log (default $RNVME_CACHE/logs/guest-<variant>-<time>.log)
 #         --append ARGS      extra kernel command line, e.g. 'rnvme_tests=10-*,30-*'
-# Env: RNVME_KVM=1 to try KVM (falls back to TCG if /dev/kvm is unusable).
+# Env: RNVME_KVM=1 to try KVM (-cpu $RNVME_KVM_CPU, default max); falls back to TCG if a
+#      paused probe VM fails (on the CI machines KVM is broken: -cpu max/host abort on an
+#      MSR write, -cpu kvm64 passes the probe but hangs, so the default stays TCG).
 # Exit codes: 0 pass, 1 guest/test failure or dirty log, 2 timeout, 3 usage/setup error.
 set -euo pipefail
 # Parsed as one block, so editing this file while it runs cannot break the run.
@@ -71,7 +73,8 @@ if [[ "${RNVME_KVM:-0}" == 1 ]]; then
     # Probe: a KVM VM that starts paused (-S) keeps running until the timeout (rc 124).
     kvm_rc=0
     if [[ -r /dev/kvm && -w /dev/kvm ]]; then
-        timeout 5 qemu-system-x86_64 -accel kvm -M none -display none -nodefaults -monitor none -S \
+        timeout 5 qemu-system-x86_64 -accel kvm -cpu "${RNVME_KVM_CPU:-max}" -M pc -display none \
+            -nodefaults -monitor none -S \
             </dev/null >/dev/null 2>&1 || kvm_rc=$?
     fi
     if [[ "$kvm_rc" == 124 ]]; then
