@@ -16,7 +16,7 @@ RNVME_RECIPE_VERSION=3
 # ---- paths ------------------------------------------------------------------
 RNVME_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 RNVME_CACHE="${RNVME_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rnvme}"
-RNVME_CONFIG_DIR="$RNVME_REPO/kernel-glue/config"
+RNVME_CONFIG_DIR="${RNVME_CONFIG_DIR:-$RNVME_REPO/kernel-glue/config}"
 export PATH="$HOME/.cargo/bin:$PATH"
 
 # ---- logging ----------------------------------------------------------------
