@@ -7,7 +7,7 @@
 //! iterator's position and covers its count. Every other kind has its pages extracted into
 //! caller storage through a [`BioBuilder`], trimmed to whole logical blocks.
 
-use bvec::{BvecIter, IterState, Page, PAGE_SIZE};
+use bvec::{Page, PAGE_SIZE};
 use iov::{Direction, IovIter, IterType, Memory};
 
 use crate::{Bio, BioBuilder, BioError, Op, QueueLimits, BIO_MAX_SECTORS, SECTOR_SHIFT};
@@ -86,14 +86,14 @@ impl<'a, P: Page> Bio<'a, P> {
         sector: u64,
         iter: &mut IovIter<'t, P, D>,
     ) -> Result<Self, BioError> {
-        let (table, offset) = iter.bvec_table().ok_or(BioError::UnsupportedIter)?;
         check_direction(op, iter)?;
-        let size = u32::try_from(iter.count())
-            .unwrap_or(u32::MAX)
-            .min(BIO_MAX_BYTES);
-        let done = u32::try_from(offset).map_err(|_| BioError::UnsupportedIter)?;
-        let state = IterState::new(sector, size, 0, done);
-        let bio = Self::new(op, BvecIter::from_state(table, state)?)?;
+        // O(1) for any number of segments: the table is borrowed as it is, and advancing the
+        // iterator past all of it is a jump (seed 000: reuse the iterator's bvec array).
+        let bi = iter
+            .bvec_iter(sector, BIO_MAX_BYTES)
+            .ok_or(BioError::UnsupportedIter)?;
+        let size = bi.remaining();
+        let bio = Self::new(op, bi)?;
         iter.advance(size as usize);
         Ok(bio)
     }

@@ -170,6 +170,46 @@ impl<'a, P: Page> BvecIter<'a, P> {
         Ok(Self { table, state })
     }
 
+    /// Rebuilds an iterator from a state whose size the caller already knows fits, in O(1).
+    ///
+    /// Like [`Self::from_state`], the position (`idx`, `done`) is checked; unlike it, the
+    /// O(segments) check that `state.size()` bytes follow the position is skipped. This is for
+    /// callers that hold that fact as an invariant of their own, such as an `iov_iter` handing its
+    /// bvec table to a bio (seed 000: reuse the table without copying or walking it).
+    ///
+    /// The caller must ensure that at least `state.size()` bytes follow the position. Breaking
+    /// that promise cannot cause undefined behaviour or a panic: every walk stops at the table end
+    /// (an advance past it returns [`BvecError::PastEnd`] and changes nothing), but views then
+    /// yield fewer bytes than [`Self::remaining`] reports.
+    ///
+    /// # Errors
+    ///
+    /// [`BvecError::BadPosition`] as for [`Self::from_state`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bvec::{Bvec, BvecError, BvecIter, IterState, Pfn};
+    /// let table = [Bvec::new(Pfn(0), 0, 1000)?, Bvec::new(Pfn(5), 0, 24)?];
+    /// let it = BvecIter::from_state_unchecked(&table, IterState::new(0, 524, 0, 500))?;
+    /// assert_eq!(it.segments().map(|b| b.len()).sum::<u32>(), 524);
+    /// assert!(BvecIter::from_state_unchecked(&table, IterState::new(0, 1, 3, 0)).is_err());
+    /// # Ok::<(), BvecError>(())
+    /// ```
+    #[inline]
+    pub fn from_state_unchecked(table: &'a [Bvec<P>], state: IterState) -> Result<Self, BvecError> {
+        let table = clamp(table);
+        let (idx, done) = (state.idx(), state.done());
+        match table.get(idx as usize) {
+            Some(bv) if done < bv.len() => {}
+            None if idx as usize == table.len() && done == 0 => {}
+            _ => return Err(BvecError::BadPosition { idx, done }),
+        }
+        // INVARIANT: the position was checked above; the size is the caller's promise, and the
+        // walks stay inside the table even if it is broken.
+        Ok(Self { table, state })
+    }
+
     /// The plain-data position, to store in a bio and give back to [`Self::from_state`].
     ///
     /// # Examples

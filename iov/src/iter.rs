@@ -4,7 +4,7 @@
 
 use core::marker::PhantomData;
 
-use bvec::{Bvec, Page, PAGE_SIZE};
+use bvec::{Bvec, BvecIter, IterState, Page, PAGE_SIZE};
 
 use crate::segment::SegLen;
 use crate::{AnyDir, Dest, Direction, FixedDirection, Folio, IovError, Iovec, Kvec};
@@ -352,6 +352,47 @@ impl<'a, P: Page, D: Direction> IovIter<'a, P, D> {
                 Some((table.get(self.idx..).unwrap_or(&[]), self.iov_offset))
             }
             _ => None,
+        }
+    }
+
+    /// For a BVEC iterator: a [`BvecIter`] over the remaining table covering the first
+    /// `min(count, max_bytes)` bytes, starting at `sector` — what a bio that reuses this
+    /// iterator's table iterates (`bio_iov_bvec_set`, seed 000).
+    ///
+    /// O(1): the table is neither copied nor walked, because this iterator's invariant already
+    /// guarantees that `count` bytes follow its position. `None` for other kinds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bvec::{Bvec, Pfn};
+    /// use iov::{IovIter, Source};
+    /// let t = [Bvec::new(Pfn(1), 0, 4096)?, Bvec::new(Pfn(9), 0, 4096)?];
+    /// let mut it = IovIter::<Pfn, Source>::bvec(&t, 8192).unwrap();
+    /// it.advance(4100);
+    /// let bi = it.bvec_iter(8, u32::MAX).unwrap();
+    /// assert_eq!((bi.sector(), bi.remaining(), bi.table().len()), (8, 4092, 1));
+    /// assert_eq!(bi.current(), Some(Bvec::new(Pfn(9), 4, 4092)?));
+    /// assert!(IovIter::<Pfn, Source>::ubuf(0, 1).bvec_iter(0, 1).is_none());
+    /// # Ok::<(), bvec::BvecError>(())
+    /// ```
+    pub fn bvec_iter(&self, sector: u64, max_bytes: u32) -> Option<BvecIter<'a, P>> {
+        let (table, offset) = self.bvec_table()?;
+        let size = u32::try_from(self.count).unwrap_or(u32::MAX).min(max_bytes);
+        let done = u32::try_from(offset).ok()?;
+        // The position is normalised (`offset` inside the first remaining entry, or the table
+        // end), and the invariant `count <= capacity - consumed` means `size` bytes follow it.
+        BvecIter::from_state_unchecked(table, IterState::new(sector, size, 0, done)).ok()
+    }
+
+    /// Number of entries in the table given at construction (0 for UBUF and DISCARD).
+    pub(crate) fn table_len(&self) -> usize {
+        match self.kind {
+            Kind::Ubuf { .. } | Kind::Discard => 0,
+            Kind::Iovec(t) => t.len(),
+            Kind::Kvec(t) => t.len(),
+            Kind::Bvec { table, .. } => table.len(),
+            Kind::PageList(t) => t.len(),
         }
     }
 
