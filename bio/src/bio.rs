@@ -383,7 +383,10 @@ impl<'a, P: Page> Bio<'a, P> {
     pub fn check_aligned(&self, lim: &QueueLimits) -> Result<(), BioError> {
         let lbs = lim.logical_block_size();
         let lbs_sectors = u64::from(lbs >> SECTOR_SHIFT);
-        if self.size() % lbs != 0 || self.sector() % lbs_sectors != 0 {
+        // Both are powers of two (validated limits): masks, no division.
+        if self.size() & lbs.wrapping_sub(1) != 0
+            || self.sector() & lbs_sectors.wrapping_sub(1) != 0
+        {
             return Err(BioError::Unaligned {
                 sector: self.sector(),
                 size: self.size(),
@@ -437,7 +440,7 @@ impl<'a, P: Page> Bio<'a, P> {
         let max = max_sectors.min(left);
         let lbs_sectors = lim.logical_block_size() >> SECTOR_SHIFT;
         // max_sectors <= BIO_MAX_SECTORS, so the shift fits in u32.
-        let max_bytes = (max - max % lbs_sectors) << SECTOR_SHIFT;
+        let max_bytes = crate::limits::round_down(max, lbs_sectors) << SECTOR_SHIFT;
         if self.size() <= max_bytes {
             return Ok(SplitPoint::Whole { nsegs });
         }

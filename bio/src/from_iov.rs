@@ -224,7 +224,8 @@ impl<P: Page> BioBuilder<'_, P> {
                 continue;
             }
             let nr_pages = (offset + got).div_ceil(PAGE_SIZE);
-            let trim = got % lbs;
+            // `lbs` is a power of two (validated limits).
+            let trim = got & lbs.wrapping_sub(1);
             if trim != 0 {
                 // `trim` bytes were just extracted, so they can be reverted.
                 iter.revert(trim).map_err(BioError::Iov)?;

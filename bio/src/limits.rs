@@ -300,8 +300,9 @@ impl QueueLimits {
             return u32::MAX;
         }
         let chunk = u64::from(self.chunk_sectors);
-        // `left` is in 1..=chunk_sectors, so it fits in u32.
-        (chunk - sector % chunk) as u32
+        // `left` is in 1..=chunk_sectors, so it fits in u32 (`checked_rem` only avoids a
+        // divide-by-zero panic path: the zero case returned above).
+        (chunk - sector.checked_rem(chunk).unwrap_or(0)) as u32
     }
 
     /// Largest read/write starting at `sector`, in sectors (`get_max_io_size`).
@@ -365,7 +366,10 @@ impl QueueLimits {
     }
 }
 
-/// Rounds `v` down to a multiple of `m` (`m != 0`).
-const fn round_down(v: u32, m: u32) -> u32 {
-    v - v % m
+/// Rounds `v` down to a multiple of the power of two `m`.
+///
+/// A mask rather than `%`: no division, and no divide-by-zero panic path in kernel builds
+/// (`m == 0` cannot come from validated limits, and would give 0).
+pub(crate) const fn round_down(v: u32, m: u32) -> u32 {
+    v & !m.wrapping_sub(1)
 }

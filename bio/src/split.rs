@@ -172,7 +172,8 @@ where
         return Ok(SplitPoint::Whole { nsegs: scan.nsegs });
     }
     let lbs = lim.logical_block_size();
-    let bytes = scan.bytes - scan.bytes % lbs;
+    // `lbs` is a power of two (validated limits).
+    let bytes = scan.bytes & !lbs.wrapping_sub(1);
     if bytes == 0 {
         return Err(BioError::CannotSplit {
             fitted: scan.bytes,
