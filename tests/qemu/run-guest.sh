@@ -10,7 +10,7 @@
 #         --nvme-size SIZE   image size (default 256M)
 #         --smp N            CPUs (default 2)
 #     -m, --mem SIZE         RAM (default 2G)
-#     -t, --timeout SECS     hard host-side timeout (default 600, 1800 for debug)
+#     -t, --timeout SECS     hard host-side timeout (default 900, 2400 for debug)
 #     -l, --log FILE         console log (default $RNVME_CACHE/logs/guest-<variant>-<time>.log)
 #         --append ARGS      extra kernel command line, e.g. 'rnvme_tests=10-*,30-*'
 # Env: RNVME_KVM=1 to try KVM (-cpu $RNVME_KVM_CPU, default max); falls back to TCG if a
@@ -51,7 +51,7 @@ while (($#)); do
 done
 need_cmd qemu-system-x86_64 timeout
 if [[ -z "$timeout_s" ]]; then
-    if [[ "$variant" == debug ]]; then timeout_s=1800; else timeout_s=600; fi
+    if [[ "$variant" == debug ]]; then timeout_s=2400; else timeout_s=900; fi
 fi
 bzimage=$("$RNVME_REPO/scripts/kernel-path.sh" "$variant" bzImage)
 if [[ -z "$initramfs" ]]; then
