@@ -133,3 +133,15 @@ kernel_key() {
 }
 
 kernel_dir() { printf '%s/kernel/%s\n' "$RNVME_CACHE" "$(kernel_key "$1")"; }
+
+# Builds iovstack_selftest.ko for variant $1 and sets the array SELFTEST_ARGS to the mkinitramfs
+# options that put it into a guest with its guest test (smoke test + differential test against
+# the kernel's iov_iter). Runs in the caller's shell, so a failed build stops the caller.
+selftest_initramfs_args() {
+    local variant=$1 ko gt="$RNVME_REPO/tests/qemu/guest-tests"
+    ko=$("$RNVME_REPO/scripts/build-module.sh" "$variant" | grep '/iovstack_selftest\.ko$') ||
+        die "iovstack_selftest.ko ($variant) did not build"
+    SELFTEST_ARGS=(--add "$ko:/lib/modules/extra/iovstack_selftest.ko"
+        --add "$gt/iovstack-check.sh:/lib/rnvme/iovstack-check.sh"
+        --test "$gt/10-iovstack-selftest.sh")
+}

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Main QEMU job: setup (idempotent, tools + normal kernel), build the initramfs,
-# boot the normal kernel with NVMe and run every guest test (/tests/*.sh).
+# Main QEMU job: setup (idempotent, tools + normal kernel), build iovstack_selftest.ko and the
+# initramfs, boot the normal kernel with NVMe and run every guest test (/tests/*.sh): the C NVMe
+# driver with fio, null_blk and rnull, and our crates inside the kernel (self-test on real pages,
+# differential test against the kernel's iov_iter).
 #
 #   scripts/run-main.sh [mkinitramfs options...]
 #   e.g. scripts/run-main.sh --add rnvme/rnvme.ko:/lib/modules/extra/rnvme.ko --test tests/qemu/guest/extra/50-rnvme.sh
@@ -18,8 +20,10 @@ if [[ "${RNVME_SKIP_SETUP:-0}" != 1 ]]; then
 fi
 stage "kernel (normal)"
 "$RNVME_REPO/scripts/build-kernel.sh" normal >/dev/null
+stage "module (iovstack_selftest.ko)"
+selftest_initramfs_args normal
 stage "initramfs"
-initramfs=$("$RNVME_REPO/tests/qemu/mkinitramfs.sh" -k normal -o "$RNVME_CACHE/initramfs/main.cpio" "$@")
+initramfs=$("$RNVME_REPO/tests/qemu/mkinitramfs.sh" -k normal -o "$RNVME_CACHE/initramfs/main.cpio" "${SELFTEST_ARGS[@]}" "$@")
 stage "guest"
 rc=0
 # shellcheck disable=SC2086

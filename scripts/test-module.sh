@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build iovstack_selftest.ko and run it in the QEMU guest.
 #
-#   scripts/test-module.sh [normal|debug] [--no-inject] [--seed N] [--cases N]
+#   scripts/test-module.sh [normal|debug] [--no-inject|--inject-only] [--seed N] [--cases N]
 #
 #   1. normal run: tests/qemu/guest-tests/[0-9]*.sh (smoke + differential test) must pass
 #      (--seed/--cases choose the random cases; defaults in rnvme/selftest/params.c);
@@ -16,11 +16,13 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 variant=normal
 inject=1
+normal_run=1
 append=""
 while (($#)); do
     case "$1" in
         normal|debug) variant="$1"; shift ;;
         --no-inject) inject=0; shift ;;
+        --inject-only) normal_run=0; shift ;;
         --seed) append+=" iovstack_seed=$2"; shift 2 ;;
         --cases) append+=" iovstack_cases=$2"; shift 2 ;;
         -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
@@ -44,6 +46,7 @@ mkdir -p "$RNVME_CACHE/logs"
 stamp=$(date +%Y%m%d-%H%M%S)
 
 failed=0
+if ((normal_run)); then
 log1="$RNVME_CACHE/logs/iovstack-$variant-$stamp.log"
 img=$("$q/mkinitramfs.sh" "${common[@]}" "${tests[@]}" -o "$RNVME_CACHE/initramfs/iovstack-$variant.cpio")
 rc=0
@@ -54,6 +57,7 @@ if [[ $rc -eq 0 ]]; then
 else
     log "normal run: FAIL (run-guest.sh exit $rc) -- ${summary:-no summary line}; log $log1"
     failed=1
+fi
 fi
 
 if ((inject)); then

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # QEMU test matrix:
-#   1. normal kernel, all guest tests, 2 NVMe controllers
-#   2. debug kernel (KASAN, lockdep, kmemleak, atomic-sleep), all guest tests;
+#   1. normal kernel, all guest tests, 2 NVMe controllers, plus iovstack_selftest.ko (our crates
+#      on real pages and the differential test against the kernel's iov_iter)
+#   2. debug kernel (KASAN, lockdep, kmemleak, atomic-sleep), the same tests;
 #      any KASAN/lockdep/kmemleak/WARN report fails the run
 #   3. harness self-test: normal kernel + (a) a deliberately failing guest test,
 #      (b) a simulated KASAN report in the kernel log; run-guest.sh must exit 1
-#      for each, otherwise this script fails
+#      for each, otherwise this script fails; (c) iovstack_selftest.ko with inject_fault=1:
+#      the differential test must report the mismatch as a failure (scripts/test-module.sh)
 #
 #   scripts/test-qemu.sh [normal] [debug] [selftest]   (default: all three)
 # Env: RNVME_SKIP_SETUP=1 to skip scripts/setup.sh.
@@ -37,13 +39,15 @@ for j in "${jobs[@]}"; do
         normal)
             stage "job normal"
             "$RNVME_REPO/scripts/build-kernel.sh" normal >/dev/null
-            img=$("$q/mkinitramfs.sh" -k normal -o "$RNVME_CACHE/initramfs/test-normal.cpio" "${extra[@]}")
+            selftest_initramfs_args normal
+            img=$("$q/mkinitramfs.sh" -k normal -o "$RNVME_CACHE/initramfs/test-normal.cpio" "${SELFTEST_ARGS[@]}" "${extra[@]}")
             if "$q/run-guest.sh" -k normal -i "$img" --nvme 2; then result[$j]=PASS; else result[$j]=FAIL; fi
             ;;
         debug)
             stage "job debug"
             "$RNVME_REPO/scripts/build-kernel.sh" debug >/dev/null
-            img=$("$q/mkinitramfs.sh" -k debug -o "$RNVME_CACHE/initramfs/test-debug.cpio" "${extra[@]}")
+            selftest_initramfs_args debug
+            img=$("$q/mkinitramfs.sh" -k debug -o "$RNVME_CACHE/initramfs/test-debug.cpio" "${SELFTEST_ARGS[@]}" "${extra[@]}")
             if "$q/run-guest.sh" -k debug -i "$img"; then result[$j]=PASS; else result[$j]=FAIL; fi
             ;;
         selftest)
@@ -63,6 +67,12 @@ for j in "${jobs[@]}"; do
                     result[$j]=FAIL
                 fi
             done
+            if "$RNVME_REPO/scripts/test-module.sh" normal --inject-only; then
+                log "selftest inject_fault: the differential mismatch was reported as a failure"
+            else
+                log "selftest inject_fault: a deliberately broken differential case was not reported"
+                result[$j]=FAIL
+            fi
             ;;
         *) die "unknown job '$j' (normal|debug|selftest)" ;;
     esac
