@@ -101,14 +101,10 @@ impl<P: Page, D: Direction> IovIter<'_, P, D> {
             Kind::Ubuf { .. } => self.iov_offset += size,
             Kind::Discard => {}
             _ if self.count == 0 => return,
-            // Consuming every byte the table still holds ends past its last entry, wherever the
-            // walk would have started: O(1), so handing a whole bvec table to a bio costs the same
-            // for 1 or 256 segments (seed 000). Trailing empty segments are passed, as the walk
-            // passes them.
-            _ if self.capacity != usize::MAX && size == self.capacity - self.consumed => {
-                self.idx = self.table_len();
-                self.iov_offset = 0;
-            }
+            // Reaching the end of the construction count lands where construction found it ends,
+            // wherever the walk would have started: O(1), so handing a whole bvec table to a bio
+            // costs the same for 1 or 256 segments (seed 000).
+            _ if size == self.capacity - self.consumed => (self.idx, self.iov_offset) = self.end,
             Kind::Iovec(t) => seg_advance(t, &mut self.idx, &mut self.iov_offset, size),
             Kind::Kvec(t) => seg_advance(t, &mut self.idx, &mut self.iov_offset, size),
             Kind::Bvec { table, .. } => {
@@ -196,12 +192,13 @@ impl<P: Page, D: Direction> IovIter<'_, P, D> {
         }
     }
 
-    /// Sets the count to `n` (`iov_iter_reexpand`), as long as the segments hold `n` more bytes
-    /// from the current position.
+    /// Sets the count to `n` (`iov_iter_reexpand`), as long as `n` does not reach past the count
+    /// given at construction: like the kernel's, it may only undo a truncation.
     ///
     /// # Errors
     ///
-    /// [`IovError::CountExceedsSegments`] otherwise (the kernel does not check).
+    /// [`IovError::CountExceedsSegments`] otherwise, with `available` the bytes left of the
+    /// construction count (the kernel does not check).
     ///
     /// # Examples
     ///

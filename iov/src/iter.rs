@@ -70,8 +70,9 @@ pub(crate) enum Kind<'a, P> {
 ///
 /// # Invariants
 ///
-/// - `consumed <= capacity` and `count <= capacity - consumed`: the segments always hold the
-///   bytes `count` promises (§9.1); `capacity` is what they held at construction.
+/// - `consumed <= capacity` and `count <= capacity - consumed`, where `capacity` is the count
+///   given at construction, which the segments were checked to hold: so they always hold the
+///   bytes `count` promises (§9.1). Construction walks only the entries that count covers.
 /// - The position (`idx`, `iov_offset`) lies `consumed` bytes after the start position, with
 ///   `idx <= table.len()`; for UBUF `iov_offset == consumed`.
 /// - `source` agrees with `D` when `D` is [`Source`](crate::Source) or [`Dest`]; DISCARD is
@@ -105,8 +106,12 @@ pub struct IovIter<'a, P, D> {
     pub(crate) count: usize,
     /// Bytes consumed since construction; bounds `revert`.
     pub(crate) consumed: usize,
-    /// Bytes the segments held from the start position; bounds `reexpand`.
+    /// The count at construction: the segments hold at least this many bytes after the start
+    /// position (checked then); bounds `reexpand` and `restore`.
     pub(crate) capacity: usize,
+    /// Where the construction count ends, as (`idx`, `iov_offset`) normalised like an advance
+    /// landing there (unused for UBUF and DISCARD): advancing to it is O(1).
+    pub(crate) end: (usize, usize),
     /// `data_source`.
     pub(crate) source: bool,
     /// `nofault`: passed to GUP as `FOLL_NOFAULT`.
@@ -114,30 +119,55 @@ pub struct IovIter<'a, P, D> {
     pub(crate) _dir: PhantomData<D>,
 }
 
-/// Sums the lengths of a table, saturating (a sum that does not fit bounds nothing).
-fn table_bytes<T: SegLen>(table: &[T]) -> usize {
-    table
-        .iter()
-        .fold(0usize, |acc, s| acc.saturating_add(s.seg_len()))
+/// Finds where the first `need` bytes of `table` end, as (`idx`, offset) normalised like the
+/// advance walk (a boundary lands at the next entry, past any empty ones), walking only the
+/// entries those bytes cover: like the kernel's O(1) constructors, entries beyond the count cost
+/// nothing. `f` sees each entry holding at least one of the bytes (and empty ones passed on the
+/// way). `Err(total)` when the table holds only `total < need` bytes.
+#[inline]
+fn find_end<T: SegLen>(
+    table: &[T],
+    need: usize,
+    mut f: impl FnMut(&T),
+) -> Result<(usize, usize), usize> {
+    let mut size = need;
+    let mut i = 0;
+    while let Some(seg) = table.get(i) {
+        let len = seg.seg_len();
+        if size < len {
+            if size > 0 {
+                f(seg);
+            }
+            return Ok((i, size));
+        }
+        f(seg);
+        size -= len;
+        i += 1;
+    }
+    if size == 0 {
+        Ok((i, 0))
+    } else {
+        Err(need - size)
+    }
 }
 
-fn check_count(count: usize, available: usize) -> Result<(), IovError> {
-    if count > available {
-        return Err(IovError::CountExceedsSegments { count, available });
-    }
-    Ok(())
+/// The error for a count the segments cannot hold.
+fn exceeds(count: usize) -> impl FnOnce(usize) -> IovError {
+    move |available| IovError::CountExceedsSegments { count, available }
 }
 
 impl<'a, P: Page, D: FixedDirection> IovIter<'a, P, D> {
-    fn build(kind: Kind<'a, P>, iov_offset: usize, count: usize, capacity: usize) -> Self {
-        // INVARIANT: callers checked `count <= capacity`; the position is the start (consumed 0).
+    fn build(kind: Kind<'a, P>, iov_offset: usize, count: usize, end: (usize, usize)) -> Self {
+        // INVARIANT: callers checked that the segments hold `count` bytes after the start
+        // position and found where they end (`end`); the position is the start (consumed 0).
         Self {
             kind,
             idx: 0,
             iov_offset,
             count,
             consumed: 0,
-            capacity,
+            capacity: count,
+            end,
             source: D::FIXED == Some(true),
             nofault: false,
             _dir: PhantomData,
@@ -154,7 +184,7 @@ impl<'a, P: Page, D: FixedDirection> IovIter<'a, P, D> {
     /// assert_eq!((it.count(), it.nr_segs()), (0, 1));
     /// ```
     pub fn ubuf(base: usize, count: usize) -> Self {
-        Self::build(Kind::Ubuf { base }, 0, count, count)
+        Self::build(Kind::Ubuf { base }, 0, count, (0, 0))
     }
 
     /// A table of user segments (`iov_iter_init`); `count` may be less than the table holds.
@@ -163,9 +193,8 @@ impl<'a, P: Page, D: FixedDirection> IovIter<'a, P, D> {
     ///
     /// [`IovError::CountExceedsSegments`] when `count` exceeds the sum of the lengths.
     pub fn iovec(table: &'a [Iovec], count: usize) -> Result<Self, IovError> {
-        let cap = table_bytes(table);
-        check_count(count, cap)?;
-        Ok(Self::build(Kind::Iovec(table), 0, count, cap))
+        let end = find_end(table, count, |_| {}).map_err(exceeds(count))?;
+        Ok(Self::build(Kind::Iovec(table), 0, count, end))
     }
 
     /// A table of kernel segments (`iov_iter_kvec`).
@@ -174,9 +203,8 @@ impl<'a, P: Page, D: FixedDirection> IovIter<'a, P, D> {
     ///
     /// [`IovError::CountExceedsSegments`] when `count` exceeds the sum of the lengths.
     pub fn kvec(table: &'a [Kvec], count: usize) -> Result<Self, IovError> {
-        let cap = table_bytes(table);
-        check_count(count, cap)?;
-        Ok(Self::build(Kind::Kvec(table), 0, count, cap))
+        let end = find_end(table, count, |_| {}).map_err(exceeds(count))?;
+        Ok(Self::build(Kind::Kvec(table), 0, count, end))
     }
 
     /// A table of page segments (`iov_iter_bvec`). Walks the table once (O(`nr_segs`)) to check
@@ -199,14 +227,12 @@ impl<'a, P: Page, D: FixedDirection> IovIter<'a, P, D> {
     /// ```
     pub fn bvec(table: &'a [Bvec<P>], count: usize) -> Result<Self, IovError> {
         let mask = (PAGE_SIZE - 1) as u32;
-        let mut cap = 0usize;
         let mut uniform = true;
-        for bv in table {
-            cap = cap.saturating_add(bv.len() as usize);
+        let end = find_end(table, count, |bv| {
             uniform &= (bv.offset() | bv.len()) & mask == 0;
-        }
-        check_count(count, cap)?;
-        Ok(Self::build(Kind::Bvec { table, uniform }, 0, count, cap))
+        })
+        .map_err(exceeds(count))?;
+        Ok(Self::build(Kind::Bvec { table, uniform }, 0, count, end))
     }
 
     /// A folio list starting `offset` bytes into the first folio (`iov_iter_folio_queue` with
@@ -222,10 +248,10 @@ impl<'a, P: Page, D: FixedDirection> IovIter<'a, P, D> {
         if offset > limit {
             return Err(IovError::OffsetOutOfRange { offset, limit });
         }
-        // No underflow: offset <= first folio size <= table bytes.
-        let cap = table_bytes(table) - offset;
-        check_count(count, cap)?;
-        Ok(Self::build(Kind::PageList(table), offset, count, cap))
+        // No underflow in the error: offset <= first folio size <= total (or both are 0).
+        let end = find_end(table, offset.saturating_add(count), |_| {})
+            .map_err(|total| exceeds(count)(total - offset))?;
+        Ok(Self::build(Kind::PageList(table), offset, count, end))
     }
 }
 
@@ -240,7 +266,7 @@ impl<P: Page> IovIter<'_, P, Dest> {
     /// assert_eq!((it.count(), it.nr_segs()), (100, 0));
     /// ```
     pub fn discard(count: usize) -> Self {
-        Self::build(Kind::Discard, 0, count, count)
+        Self::build(Kind::Discard, 0, count, (0, 0))
     }
 }
 
@@ -254,6 +280,7 @@ impl<'a, P: Page, D: Direction> IovIter<'a, P, D> {
             count: self.count,
             consumed: self.consumed,
             capacity: self.capacity,
+            end: self.end,
             source: self.source,
             nofault: self.nofault,
             _dir: PhantomData,
@@ -383,17 +410,6 @@ impl<'a, P: Page, D: Direction> IovIter<'a, P, D> {
         // The position is normalised (`offset` inside the first remaining entry, or the table
         // end), and the invariant `count <= capacity - consumed` means `size` bytes follow it.
         BvecIter::from_state_unchecked(table, IterState::new(sector, size, 0, done)).ok()
-    }
-
-    /// Number of entries in the table given at construction (0 for UBUF and DISCARD).
-    pub(crate) fn table_len(&self) -> usize {
-        match self.kind {
-            Kind::Ubuf { .. } | Kind::Discard => 0,
-            Kind::Iovec(t) => t.len(),
-            Kind::Kvec(t) => t.len(),
-            Kind::Bvec { table, .. } => table.len(),
-            Kind::PageList(t) => t.len(),
-        }
     }
 
     /// For an IOVEC iterator: the remaining table and the offset into its first entry.

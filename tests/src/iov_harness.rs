@@ -69,13 +69,10 @@ impl Geometry {
         }
     }
 
-    /// What `reexpand` may grow to: the capacity, or for UBUF/DISCARD (whose buffer is the
-    /// count) the clamped count.
+    /// What `reexpand` may grow to: the construction count (reexpand only undoes a truncation).
     pub fn reexpand_limit(&self) -> usize {
-        match self.shape {
-            Shape::Ubuf(..) | Shape::Discard(_) => self.clamped_count(),
-            _ => self.capacity(),
-        }
+        // Reexpand may only undo a truncation: never past the construction count.
+        self.clamped_count()
     }
 
     /// The count actually used: `count` clamped to the capacity.

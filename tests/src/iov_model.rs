@@ -77,6 +77,9 @@ pub struct IovModel {
     pub segs: Vec<MSeg>,
     starts: Vec<u128>,
     total: u128,
+    /// Where the construction count ends on the flat line: `reexpand` may not reach past it
+    /// (the kernel's contract: reexpand only undoes a truncation).
+    limit: u128,
     start_pos: u128,
     /// Position on the flat line (from the table start).
     pub pos: u128,
@@ -105,6 +108,7 @@ impl IovModel {
             segs,
             starts,
             total,
+            limit: offset + count,
             start_pos: offset,
             pos: offset,
             count,
@@ -357,7 +361,7 @@ impl IovModel {
 
     /// `iov_iter_reexpand`, bounded.
     pub fn reexpand(&mut self, n: u128) -> Result<(), MErr> {
-        let avail = self.total - self.pos;
+        let avail = self.limit - self.pos;
         if n > avail {
             return Err(MErr::Exceeds(n, avail));
         }
