@@ -22,46 +22,20 @@
 #endif
 
 /*
- * Page handles reaching this helper may be arbitrary values: safe Rust code can build `page + n`
- * for any n (a bvec with a huge offset). Nothing may be dereferenced before the pointer is known
- * to be a struct page, and a pointer that is not one gets RNVME_GLUE_BAD_PHYS.
+ * Page handles reaching rnvme_glue_page_to_phys() may be arbitrary values: safe Rust code can
+ * build `page + n` for any n (a bvec with a huge offset). With the vmemmap, page_to_phys() is
+ * arithmetic on the pointer and never dereferences it, and `page + n` is the page n frames on
+ * (kpage.rs refuses to build without it, too).
  */
-#define RNVME_GLUE_BAD_PHYS ((phys_addr_t)PAGE_MASK)
+#ifndef CONFIG_SPARSEMEM_VMEMMAP
+#error "kernel-glue needs CONFIG_SPARSEMEM_VMEMMAP"
+#endif
 
-#ifdef CONFIG_SPARSEMEM_VMEMMAP
 phys_addr_t rnvme_glue_page_to_phys(const struct page *page)
 {
 	/* Arithmetic on the pointer value (offset from vmemmap): no dereference. */
 	return page_to_phys(page);
 }
-#elif defined(CONFIG_SPARSEMEM) && !defined(CONFIG_SPARSEMEM_VMEMMAP)
-phys_addr_t rnvme_glue_page_to_phys(const struct page *page)
-{
-	struct mem_section *ms;
-	unsigned long flags, nr, pfn;
-	struct page *map;
-
-	/*
-	 * Classic SPARSEMEM: page_to_pfn() reads the section number from page->flags. Read it only
-	 * if the struct lies in mapped memory, without KASAN checks (it may not be a struct page),
-	 * then accept the pointer only if the section it names maps it back to the same pointer.
-	 */
-	if (!virt_addr_valid(page) || !virt_addr_valid((const char *)(page + 1) - 1))
-		return RNVME_GLUE_BAD_PHYS;
-	flags = READ_ONCE_NOCHECK(page->flags);
-	nr = (flags >> SECTIONS_PGSHIFT) & SECTIONS_MASK;
-	ms = __nr_to_section(nr);
-	if (!ms || !valid_section(ms))
-		return RNVME_GLUE_BAD_PHYS;
-	map = __section_mem_map_addr(ms);
-	pfn = page - map;
-	if (pfn_to_section_nr(pfn) != nr || !pfn_valid(pfn) || pfn_to_page(pfn) != page)
-		return RNVME_GLUE_BAD_PHYS;
-	return PFN_PHYS(pfn);
-}
-#else
-#error "kernel-glue supports SPARSEMEM (with or without VMEMMAP) only"
-#endif
 
 void *rnvme_glue_page_address(const struct page *page)
 {

@@ -17,7 +17,7 @@ struct iov_iter_state;
 struct mm_struct;
 struct page;
 
-/* page_to_phys() for any pointer value: PAGE_MASK if it is not a struct page (see helpers.c). */
+/* page_to_phys(): arithmetic on the pointer value (vmemmap), never a dereference. */
 phys_addr_t rnvme_glue_page_to_phys(const struct page *page);
 /* page_address(): the direct-map address of a (lowmem) page. */
 void *rnvme_glue_page_address(const struct page *page);

@@ -14,8 +14,9 @@ use crate::helpers;
 /// A handle naming one `struct page` (the kernel's `struct page *`).
 ///
 /// A `KPage` is a pointer *value*. Making one, copying it and doing arithmetic on it
-/// ([`Page::nth`] is `page + n`) never touches memory; [`Page::phys`] (`page_to_phys`) works for
-/// any value and gives `PAGE_MASK` for a pointer that is not a `struct page`. Only a
+/// ([`Page::nth`] is `page + n`) never touches memory; [`Page::phys`] (`page_to_phys`) is
+/// arithmetic on the value with `CONFIG_SPARSEMEM_VMEMMAP` (required), so it works for any value
+/// (a meaningless address for a pointer that is not a `struct page`). Only a
 /// page memory ([`crate::PagePool`]) dereferences handles, and it first checks that the handle is
 /// a page of an allocation it owns. A `KPage` may therefore name any page, or none, and building
 /// one is safe.
@@ -46,13 +47,17 @@ impl KPage {
     }
 }
 
+// `KPage::nth` is `page + n`, which names the page `n` frames on only when all `struct page`s
+// live in one virtual array.
+#[cfg(not(CONFIG_SPARSEMEM_VMEMMAP))]
+compile_error!("kernel-glue needs CONFIG_SPARSEMEM_VMEMMAP: KPage::nth is `page + n`");
+
 impl Page for KPage {
     #[inline]
     fn phys(self) -> u64 {
         // SAFETY: `rnvme_glue_page_to_phys` accepts any pointer value: with
-        // `CONFIG_SPARSEMEM_VMEMMAP` it is arithmetic on the value; otherwise it dereferences the
-        // pointer only after checking it maps mapped memory, and returns `PAGE_MASK` for a
-        // pointer that is not a `struct page` (see helpers.c).
+        // `CONFIG_SPARSEMEM_VMEMMAP` (required above) it is arithmetic on the value and never
+        // dereferences it (see helpers.c).
         unsafe { helpers::rnvme_glue_page_to_phys(self.0) }
     }
 
