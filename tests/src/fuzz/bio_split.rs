@@ -58,7 +58,7 @@ fn flat(bio: &Bio<'_, Pfn>) -> Vec<bio_model::Byte> {
 
 /// Decodes `data` and checks every split; panics on a broken invariant.
 ///
-/// Input: limits (see [`limits`]), a table (see [`Decoder::table`]), then pokes: an op byte
+/// Input: limits (see `limits` below), a table (see [`Decoder::table`]), then pokes: an op byte
 /// (`% 4`: advance, trim, split keeping the back, stop) with an amount.
 pub fn run(data: &[u8]) {
     let mut d = Decoder::new(data);

@@ -48,7 +48,7 @@ fn segment(d: &mut Decoder<'_>, first: bool, last: bool) -> DmaSegment {
 
 /// Decodes `data` and checks the builders; panics on a broken invariant.
 ///
-/// Input: a segment count byte, the segments (see [`segment`]), a list-page byte (count `% 8`,
+/// Input: a segment count byte, the segments (see `segment` below), a list-page byte (count `% 8`,
 /// bit 7: misalign the last list address), an SGL list-size byte, then a premapped-table part:
 /// page count byte, first-page offset `u16`, a contiguity bitmap `u64`, offset `u32`, length
 /// `u32`.
