@@ -40,7 +40,8 @@ stage "cargo test (unit, property, doc, fuzz corpus replay)" cargo test --worksp
 stage "cargo doc -D warnings" env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
 stage "bounded fuzz runs" scripts/fuzz.sh "${RNVME_FUZZ_SECONDS:-30}"
 if [ "${RNVME_SKIP_QEMU:-0}" != 1 ]; then
-    stage "QEMU tests (normal and debug kernels)" scripts/test-qemu.sh
+    stage "QEMU tests (normal and debug kernels, harness self-test)" \
+        env RNVME_SKIP_SETUP=1 scripts/test-qemu.sh
 fi
 
 echo
