@@ -13,7 +13,8 @@ use bvec::{Pfn, PAGE_SIZE};
 use criterion::{criterion_main, BatchSize, Criterion, Throughput};
 use iov::{IovIter, Source};
 use iovstack_benches::bio_paths::{
-    bio_borrow, bio_copy, prps_from_tag, prps_per_io, scattered_table, tag_pages, MAX_SG,
+    bio_borrow, bio_copy, fixed_buffer_bio, prps_from_tag, prps_per_io, scattered_table, tag_pages,
+    FIXED_1G_ENTRIES, MAX_SG,
 };
 use iovstack_benches::kunit::{self, Tables, CHUNK, NPAGES, PAGE_BVEC, TOTAL};
 use iovstack_benches::npages::{ragged_table, table_bytes, walk_npages};
@@ -226,6 +227,31 @@ fn bio_from_bvec_iter(c: &mut Criterion) {
     g.finish();
 }
 
+/// An I/O on an io_uring fixed buffer: build the BVEC iterator over the I/O's entries of the
+/// registration's table, then borrow it into a bio. The 1 GiB registration (262,144 entries) is
+/// timed against a 32-entry one (128 KiB, the smallest holding a 128 KiB I/O); the I/O starts in
+/// the middle of the registration.
+fn bio_fixed_buffer(c: &mut Criterion) {
+    let big_reg = scattered_table(FIXED_1G_ENTRIES);
+    let small_reg = scattered_table(32);
+    let mut g = c.benchmark_group("bio/fixed_buffer");
+    small(&mut g);
+    for (reg_name, table) in [("", &big_reg), ("small_reg/", &small_reg)] {
+        for (io_name, io_len) in [("4k", 4096usize), ("128k", 128 * 1024)] {
+            let start = (table.len() - io_len / PAGE_SIZE) / 2;
+            let size = fixed_buffer_bio(table, start, io_len).map(|b| b.size() as usize);
+            assert_eq!(size, Some(io_len), "{reg_name}{io_name}");
+            g.bench_function(format!("{reg_name}{io_name}"), |b| {
+                b.iter(|| {
+                    fixed_buffer_bio(black_box(table), black_box(start), black_box(io_len))
+                        .map(|b| black_box(b).size())
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
 /// NVMe PRPs: mapping the request per I/O vs arithmetic on a premapped DMA tag.
 fn prps(c: &mut Criterion) {
     let lim = QueueLimits::new(&LimitsConfig::default()).unwrap_or_else(|e| panic!("{e}"));
@@ -262,7 +288,10 @@ fn prps(c: &mut Criterion) {
 /// The benchmark list (`criterion_group!` makes an undocumented `pub fn`, hence the module).
 mod group {
     #![allow(missing_docs)]
-    use super::{bio_from_bvec_iter, copy_from_iter, iter_init, npages, prps, step_dispatch};
+    use super::{
+        bio_fixed_buffer, bio_from_bvec_iter, copy_from_iter, iter_init, npages, prps,
+        step_dispatch,
+    };
     criterion::criterion_group!(
         benches,
         copy_from_iter,
@@ -270,6 +299,7 @@ mod group {
         iter_init,
         npages,
         bio_from_bvec_iter,
+        bio_fixed_buffer,
         prps
     );
 }

@@ -45,6 +45,30 @@ pub fn scattered_table(nsegs: usize) -> Vec<Bvec<Pfn>> {
         .collect()
 }
 
+/// Entries in the page table of a 1 GiB registered buffer of 4 KiB pages (an io_uring fixed
+/// buffer).
+pub const FIXED_1G_ENTRIES: usize = 262_144;
+
+/// One I/O on a registered buffer (io_uring `io_import_fixed` + `bio_iov_bvec_set`): a BVEC
+/// iterator over the `io_len` bytes starting at entry `start` of the registration's table, built
+/// per I/O and borrowed into a bio. `None` when the range is not inside the table.
+///
+/// # Examples
+///
+/// ```
+/// use iovstack_benches::bio_paths::{fixed_buffer_bio, scattered_table};
+/// let t = scattered_table(8);
+/// let b = fixed_buffer_bio(&t, 2, 3 * 4096).unwrap();
+/// assert_eq!((b.size(), b.segments().count()), (3 * 4096, 3));
+/// assert_eq!(b.segments().next().map(|s| s.page()), Some(bvec::Pfn(5)));
+/// assert!(fixed_buffer_bio(&t, 6, 3 * 4096).is_none()); // one page past the registration
+/// ```
+#[inline]
+pub fn fixed_buffer_bio(table: &[Bvec<Pfn>], start: usize, io_len: usize) -> Option<Bio<'_, Pfn>> {
+    let mut it = IovIter::<Pfn, Source>::bvec(table.get(start..)?, io_len).ok()?;
+    Bio::from_bvec_iov(Op::Write, 0, &mut it).ok()
+}
+
 /// Borrows the iterator's table: `Bio::from_bvec_iov` on a copy of `it` (the iterator of an
 /// I/O on a registered buffer).
 #[inline]
