@@ -64,7 +64,14 @@ workdir=$(mktemp -d "${TMPDIR:-/tmp}/rnvme-guest.XXXXXX")
 trap 'rm -rf "$workdir"' EXIT
 mkdir -p "$RNVME_CACHE/logs"
 # Keep the newest 100 default-named console logs.
-ls -1t "$RNVME_CACHE"/logs/guest-*.log 2>/dev/null | tail -n +100 | xargs -r rm -f
+# Keep the newest 99 console logs. (No glob match on a fresh cache: nothing to prune, and the
+# failing `ls` must not end the run under pipefail.)
+shopt -s nullglob
+old_logs=("$RNVME_CACHE"/logs/guest-*.log)
+shopt -u nullglob
+if ((${#old_logs[@]} > 99)); then
+    ls -1t "${old_logs[@]}" | tail -n +100 | xargs -r rm -f
+fi
 logf="${logf:-$RNVME_CACHE/logs/guest-$variant-$(date +%Y%m%d-%H%M%S)-$$.log}"
 mkdir -p "$(dirname "$logf")"
 
