@@ -4,6 +4,7 @@
  * it is named after; rnvme_glue_page_to_phys() also validates its argument.
  */
 #include <linux/bio.h>
+#include <linux/blkdev.h>
 #include <linux/bvec.h>
 #include <linux/highmem.h>
 #include <linux/instrumented.h>
@@ -11,6 +12,7 @@
 #include <linux/mm.h>
 #include <linux/mman.h>
 #include <linux/sched.h>
+#include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/uio.h>
 
@@ -112,4 +114,37 @@ void rnvme_glue_cond_resched(void)
 const struct mm_struct *rnvme_glue_current_mm(void)
 {
 	return current->mm;
+}
+
+int rnvme_glue_bio_split_rw_at(const struct bio_vec *table, unsigned short nr, unsigned int size,
+			       bool write, unsigned int logical_block_size,
+			       unsigned short max_segments, unsigned int max_segment_size,
+			       unsigned long seg_boundary_mask, unsigned long virt_boundary_mask,
+			       unsigned int max_bytes, int *sectors, unsigned int *segs)
+{
+	/* Only the fields bio_split_rw_at() and its helpers read; zone_write_granularity is 0. */
+	const struct queue_limits lim = {
+		.logical_block_size = logical_block_size,
+		.physical_block_size = logical_block_size,
+		.max_segments = max_segments,
+		.max_segment_size = max_segment_size,
+		.seg_boundary_mask = seg_boundary_mask,
+		.virt_boundary_mask = virt_boundary_mask,
+	};
+	struct bio *bio;
+	unsigned short i;
+
+	bio = bio_kmalloc(nr, GFP_KERNEL);
+	if (!bio)
+		return -ENOMEM;
+	bio_init(bio, NULL, bio->bi_inline_vecs, nr, write ? REQ_OP_WRITE : REQ_OP_READ);
+	/* __bio_add_page() never merges: the kernel's table is exactly ours. */
+	for (i = 0; i < nr; i++)
+		__bio_add_page(bio, table[i].bv_page, table[i].bv_len, table[i].bv_offset);
+	bio->bi_iter.bi_size = size;
+	*segs = 0;
+	*sectors = bio_split_rw_at(bio, &lim, segs, max_bytes);
+	bio_uninit(bio);
+	kfree(bio);
+	return 0;
 }

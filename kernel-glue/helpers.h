@@ -47,6 +47,18 @@ void rnvme_glue_bio_advance_iter(const struct bio_vec *table, struct bvec_iter *
 /* mp_bvec_iter_bvec() and bvec_iter_bvec(): the multipage and single-page current segment. */
 void rnvme_glue_bvec_iter_views(const struct bio_vec *table, const struct bvec_iter *iter,
 				struct bio_vec *mp, struct bio_vec *sp);
+/*
+ * bio_split_rw_at(bio, lim, segs, max_bytes) on a bio from bio_kmalloc(nr) + bio_init() whose
+ * table is filled with __bio_add_page() from the `nr` entries of `table` (no merging) and whose
+ * bi_size is then set to `size` (at most the table's bytes), with queue limits holding the given
+ * fields (all others 0). Stores the return value in *sectors and the segment count in *segs.
+ * Returns 0, or -ENOMEM if the bio cannot be allocated. The bio is freed before returning.
+ */
+int rnvme_glue_bio_split_rw_at(const struct bio_vec *table, unsigned short nr, unsigned int size,
+			       bool write, unsigned int logical_block_size,
+			       unsigned short max_segments, unsigned int max_segment_size,
+			       unsigned long seg_boundary_mask, unsigned long virt_boundary_mask,
+			       unsigned int max_bytes, int *sectors, unsigned int *segs);
 /* cond_resched(). */
 void rnvme_glue_cond_resched(void);
 /* current->mm (NULL in kernel threads). */

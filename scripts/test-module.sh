@@ -7,7 +7,8 @@
 #      (--seed/--cases choose the random cases; defaults in rnvme/selftest/params.c);
 #   2. fault-injection run (skipped with --no-inject): the module loaded with inject_fault=1
 #      (tests/qemu/guest-tests/selftest/90-iovstack-inject-fault.sh) must make the run FAIL,
-#      and the console log must show why: a non-zero mismatch count and `selftest: FAIL`.
+#      and the console log must show why: a non-zero mismatch count, FAIL lines for both the
+#      iov and the bio differential, and `selftest: FAIL`.
 #      This proves a mismatch reaches the harness as a failure.
 # Uses tests/qemu/mkinitramfs.sh and tests/qemu/run-guest.sh; logs under $RNVME_CACHE/logs/.
 # Exit 0 iff both runs behaved as required.
@@ -51,7 +52,7 @@ log1="$RNVME_CACHE/logs/iovstack-$variant-$stamp.log"
 img=$("$q/mkinitramfs.sh" "${common[@]}" "${tests[@]}" -o "$RNVME_CACHE/initramfs/iovstack-$variant.cpio")
 rc=0
 "$q/run-guest.sh" -k "$variant" -i "$img" --nvme 0 -l "$log1" --append "$append" || rc=$?
-summary=$(grep -aE 'differential: [0-9]+ cases, [0-9]+ mismatches' "$log1" | tail -n1 | tr -d '\r' || true)
+summary=$(grep -aE '(^|[ :])differential: [0-9]+ cases, [0-9]+ mismatches' "$log1" | tail -n1 | tr -d '\r' || true)
 if [[ $rc -eq 0 ]]; then
     log "normal run: PASS -- ${summary:-no summary line}"
 else
@@ -66,12 +67,14 @@ if ((inject)); then
         -o "$RNVME_CACHE/initramfs/iovstack-inject-$variant.cpio")
     rc=0
     "$q/run-guest.sh" -k "$variant" -i "$img" --nvme 0 -l "$log2" || rc=$?
-    isummary=$(grep -aE 'differential: [0-9]+ cases, [0-9]+ mismatches' "$log2" | tail -n1 | tr -d '\r' || true)
+    isummary=$(grep -aE '(^|[ :])differential: [0-9]+ cases, [0-9]+ mismatches' "$log2" | tail -n1 | tr -d '\r' || true)
     why=()
     [[ $rc -eq 1 ]] || why+=("run-guest.sh exited $rc, expected 1")
     [[ "$isummary" =~ differential:\ [0-9]+\ cases,\ [1-9][0-9]*\ mismatches ]] ||
         why+=("no non-zero mismatch count in the log")
     grep -aqE '^FAIL: iovstack-differential' "$log2" || why+=("no 'FAIL: iovstack-differential' line")
+    grep -aqE '^FAIL: iovstack-bio-differential' "$log2" ||
+        why+=("no 'FAIL: iovstack-bio-differential' line")
     grep -aqE 'iovstack: selftest: FAIL' "$log2" || why+=("no 'selftest: FAIL' line")
     if ((${#why[@]})); then
         log "fault-injection run: FAIL ($(IFS=';'; echo "${why[*]}")); log $log2"

@@ -15,8 +15,8 @@
 //! - [`PagePool`]: a set of allocations whose pages are reached with `kmap_local_page`;
 //! - [`UserMapping`]: an anonymous mapping in the current process (`vm_mmap`);
 //! - [`CheckedMemory`]: pages, kernel buffers and a user mapping, every access range-checked;
-//! - [`c_iov`], [`c_bvec`]: the kernel's own `struct iov_iter` and `struct bvec_iter`, for
-//!   differential tests;
+//! - [`c_iov`], [`c_bvec`], [`c_bio`]: the kernel's own `struct iov_iter`, `struct bvec_iter`
+//!   and `bio_split_rw_at`, for differential tests;
 //! - [`params`]: C-declared module parameters; [`sched`]: `cond_resched`.
 //!
 //! Built by Kbuild only (see `rnvme/Kbuild`), which adds `#![no_std]` and the kernel's lints.
@@ -28,6 +28,7 @@ mod owned_pages;
 mod pool;
 mod user;
 
+pub mod c_bio;
 pub mod c_bvec;
 pub mod c_iov;
 pub mod params;

@@ -11,13 +11,18 @@
 //!    zero-length segments, UBUF and IOVEC over a `vm_mmap` user buffer), each run through the
 //!    kernel's own `struct iov_iter` functions and through `iov::IovIter`, comparing every return
 //!    value, every iterator state and the resulting memory; plus `bvec_iter` cases comparing
-//!    `bvec::BvecIter` with the kernel's `bio_advance_iter` and segment views.
+//!    `bvec::BvecIter` with the kernel's `bio_advance_iter` and segment views;
+//! 3. **bio-differential**: random segment tables and queue limits, split by `bio::split_rw_at`
+//!    and by the kernel's `bio_split_rw_at` on a real `struct bio` (see [`bio_diff`] for what
+//!    must be equal and the two documented deviations).
 //!
-//! It prints `smoke: N checks, M failures`, `differential: N cases, M mismatches` and
-//! `selftest: PASS` or `selftest: FAIL`; on failure `init` returns `-EINVAL`, so `insmod` fails.
+//! It prints `smoke: N checks, M failures`, `differential: N cases, M mismatches`,
+//! `bio-differential: N cases, M mismatches` and `selftest: PASS` or `selftest: FAIL`; on
+//! failure `init` returns `-EINVAL`, so `insmod` fails.
 //!
 //! Parameters (declared in `params.c`): `inject_fault=1` corrupts one byte of one of our results
-//! (the run must then fail), `seed=` and `cases=` choose the random cases.
+//! and one of our bio split results (the run must then fail), `seed=` and `cases=` choose the
+//! random cases.
 //!
 //! This crate contains no `unsafe` code: everything that needs it is in `kernel-glue`.
 
@@ -25,6 +30,7 @@ use kernel::{c_str, prelude::*};
 use kernel_glue::params::{param_bool, param_uint};
 
 mod arena;
+mod bio_diff;
 mod bvec_diff;
 mod diff;
 mod geometry;
@@ -41,6 +47,8 @@ module! {
 
 /// Fewest differential cases for a meaningful run (the summary must say "thousands").
 const MIN_CASES: usize = 1000;
+/// Most bio split differential cases (`cases` is clamped to `MIN_CASES..=MAX_BIO_CASES`).
+const MAX_BIO_CASES: usize = 2000;
 
 struct IovstackSelftest;
 
@@ -75,10 +83,33 @@ impl kernel::Module for IovstackSelftest {
             diff.mismatches
         );
 
+        let split = bio_diff::run(
+            u64::from(seed),
+            cases.clamp(MIN_CASES, MAX_BIO_CASES),
+            inject,
+        )?;
+        pr_info!(
+            "bio-differential outcomes: {} whole, {} split, {} split with the kernel over-counting segments (documented), {} cannot split (kernel: no split; documented)\n",
+            split.whole,
+            split.front,
+            split.overcount,
+            split.cannot_split
+        );
+        pr_info!(
+            "bio-differential: {} cases, {} mismatches\n",
+            split.cases,
+            split.mismatches
+        );
+
         let pass = smoke.failed == 0
             && diff.mismatches == 0
             && diff.cases >= cases.min(MIN_CASES)
-            && diff.per_kind.iter().all(|&n| n > 0);
+            && diff.per_kind.iter().all(|&n| n > 0)
+            && split.mismatches == 0
+            && split.cases >= MIN_CASES
+            && split.whole > 0
+            && split.front > 0
+            && split.cannot_split > 0;
         if pass {
             pr_info!("selftest: PASS\n");
             Ok(Self)

@@ -5,6 +5,7 @@
 # The module prints (kernel log):
 #   smoke: N checks, M failures
 #   differential: N cases, M mismatches
+#   bio-differential: N cases, M mismatches     (bio::split_rw_at vs the kernel's bio_split_rw_at)
 #   selftest: PASS | selftest: FAIL      (on FAIL, init returns -EINVAL and insmod fails)
 # Each is checked separately, so a failure says which part failed.
 . /lib/rnvme/lib.sh
@@ -30,6 +31,7 @@ cat /tmp/iovstack.log
 
 smoke=$(grep -E '^iovstack: smoke: [0-9]+ checks, [0-9]+ failures$' /tmp/iovstack.log | tail -n1)
 diffl=$(grep -E '^iovstack: differential: [0-9]+ cases, [0-9]+ mismatches$' /tmp/iovstack.log | tail -n1)
+biol=$(grep -E '^iovstack: bio-differential: [0-9]+ cases, [0-9]+ mismatches$' /tmp/iovstack.log | tail -n1)
 verdict=$(grep -E '^iovstack: selftest: (PASS|FAIL)$' /tmp/iovstack.log | tail -n1)
 
 if [ -z "$smoke" ]; then
@@ -49,6 +51,18 @@ else
         pass "iovstack-differential ($n cases, $m mismatches)"
     else
         fail "iovstack-differential ($n cases, $m mismatches; need >= ${IOVSTACK_MIN_CASES:-1000} cases, 0 mismatches)"
+    fi
+fi
+
+if [ -z "$biol" ]; then
+    fail "iovstack-bio-differential (no summary line)"
+else
+    n=$(echo "$biol" | sed -E 's/.*differential: ([0-9]+) cases.*/\1/')
+    m=$(echo "$biol" | sed -E 's/.* ([0-9]+) mismatches$/\1/')
+    if [ "$m" = 0 ] && [ "$n" -ge "${IOVSTACK_MIN_CASES:-1000}" ]; then
+        pass "iovstack-bio-differential ($n cases, $m mismatches)"
+    else
+        fail "iovstack-bio-differential ($n cases, $m mismatches; need >= ${IOVSTACK_MIN_CASES:-1000} cases, 0 mismatches)"
     fi
 fi
 
