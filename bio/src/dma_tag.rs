@@ -203,13 +203,12 @@ pub fn build_prps_from_tag<T: DmaPageTable + ?Sized>(
     if prp1 & 3 != 0 {
         return Err(DptrError::FirstNotDwordAligned { addr: prp1 });
     }
+    // resolve checked `first + nr_pages <= pages.len()`, and nr_pages >= 1.
+    let rest_index = r.first + 1;
     let rest = pages
-        .iter()
-        .copied()
-        .enumerate()
-        .skip(r.first + 1)
-        .take(r.nr_pages - 1);
-    build_prps_from_pages(prp1, rest, r.nr_pages, lists)
+        .get(rest_index..r.first + r.nr_pages)
+        .ok_or(DptrError::TagTable { index: rest_index })?;
+    build_prps_from_pages(prp1, rest, rest_index, lists)
 }
 
 /// The DMA segments of `range` of a premapped buffer, one per run of bus-contiguous pages.

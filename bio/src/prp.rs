@@ -364,29 +364,79 @@ pub fn build_prps(segs: &[DmaSegment], lists: &mut PrpLists<'_>) -> Result<Prps,
     Ok(w.finish())
 }
 
+/// Stores `src` little-endian into the start of `dst` (as many entries as both hold).
+#[inline]
+fn store_le(dst: &mut [u64], src: &[u64]) {
+    // On little-endian targets `to_le` is the identity and this loop compiles to one memcpy.
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d = s.to_le();
+    }
+}
+
+/// Writes `entries` (at least two) into the list pages, a list page at a time: while more than
+/// a page's worth remain, a page takes 511 entries and its last slot points at the next page;
+/// the last page takes the rest. Returns the first list page's bus address (PRP2).
+fn fill_lists(entries: &[u64], lists: &mut PrpLists<'_>) -> Result<u64, DptrError> {
+    let available = lists.pages.len();
+    let too_small = |needed| DptrError::ListTooSmall { needed, available };
+    let first_dma = *lists.dma.first().ok_or(too_small(1))?;
+    let mut next_dma = lists.dma.iter().skip(1);
+    let mut rest = entries;
+    for (index, page) in lists.pages.iter_mut().enumerate() {
+        if rest.len() <= PRPS_PER_PAGE {
+            store_le(page, rest);
+            return Ok(first_dma);
+        }
+        // More than a page's worth: 511 entries here, then a link to the next page.
+        let (this, later) = rest
+            .split_at_checked(PRPS_PER_PAGE - 1)
+            .unwrap_or((rest, &[]));
+        let next = *next_dma.next().ok_or(too_small(index + 2))?;
+        if let Some((link, body)) = page.split_last_mut() {
+            store_le(body, this);
+            *link = next.to_le();
+        }
+        rest = later;
+    }
+    Err(too_small(available + 1))
+}
+
 /// Builds PRPs for a transfer whose controller-page addresses are already known: `first` is the
-/// first byte's address (PRP1, may carry an offset) and `pages` yields the following page
-/// addresses, which must be 4096-aligned. Used for premapped buffers.
+/// first byte's address (PRP1, may carry an offset) and `rest` holds the following page
+/// addresses, which must be 4096-aligned; `rest[i]` is entry `rest_index + i` of the caller's
+/// page table (for errors). Used for premapped buffers: the list entries are copied from `rest`
+/// a list page at a time. On error the list pages are untouched.
 pub(crate) fn build_prps_from_pages(
     first: u64,
-    pages: impl Iterator<Item = (usize, u64)>,
-    nr_entries: usize,
+    rest: &[u64],
+    rest_index: usize,
     lists: &mut PrpLists<'_>,
 ) -> Result<Prps, DptrError> {
-    let plan = PrpPlan::for_entries(nr_entries);
+    let plan = PrpPlan::for_entries(rest.len().saturating_add(1));
     if plan.list_pages > lists.len() {
         return Err(DptrError::ListTooSmall {
             needed: plan.list_pages,
             available: lists.len(),
         });
     }
-    let mut w = PrpWriter::new(lists);
-    w.push(first)?;
-    for (index, addr) in pages {
-        if addr & CTRL_PAGE_MASK != 0 {
-            return Err(DptrError::TagTable { index });
-        }
-        w.push(addr)?;
+    // One OR over the entries (vectorised) before looking for the culprit.
+    if rest.iter().fold(0, |acc, a| acc | a) & CTRL_PAGE_MASK != 0 {
+        let at = rest
+            .iter()
+            .position(|a| a & CTRL_PAGE_MASK != 0)
+            .unwrap_or(0);
+        return Err(DptrError::TagTable {
+            index: rest_index.saturating_add(at),
+        });
     }
-    Ok(w.finish())
+    let prp2 = match rest {
+        [] => 0,
+        [only] => *only,
+        _ => fill_lists(rest, lists)?,
+    };
+    Ok(Prps {
+        prp1: first,
+        prp2,
+        plan,
+    })
 }

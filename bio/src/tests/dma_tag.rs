@@ -201,3 +201,94 @@ fn tag_segments_merge_bus_contiguous_pages() {
     .collect();
     assert_eq!(one, [DmaSegment::new(pages[1] + 10, 20)]);
 }
+
+/// The bulk list fill chains exactly like the per-I/O writer around every list-page boundary
+/// (511 entries and a link per full page, up to 512 on the last one).
+#[test]
+fn tag_prps_chain_like_per_io_at_page_boundaries() {
+    // k list pages hold 511 * k + 1 entries after PRP1.
+    let pages = table(2600);
+    let buf = PremappedPages::new(&pages, 0, 2600 * 4096).unwrap();
+    let dma = [
+        0xA000_0000,
+        0xB000_0000,
+        0xC000_0000,
+        0xD000_0000,
+        0xE000_0000,
+    ];
+    for entries in [
+        2u32, 3, 33, 512, 513, 514, 1023, 1024, 1025, 1534, 1535, 1536, 2045, 2046,
+    ] {
+        for (offset, len) in [(0u64, entries * 4096), (4096 + 8, (entries - 1) * 4096 + 4)] {
+            let r = TagRange { offset, len };
+            let mut a = vec![[0x5a5a_u64; 512]; 5];
+            let mut b = vec![[0x5a5a_u64; 512]; 5];
+            let pa = build_prps_from_tag(&buf, r, &mut PrpLists::new(&mut a, &dma).unwrap());
+            let pb = build_prps(
+                &per_io_segments(&pages, 0, r),
+                &mut PrpLists::new(&mut b, &dma).unwrap(),
+            );
+            assert_eq!(pa, pb, "offset {offset} len {len}");
+            assert!(pa.is_ok(), "offset {offset} len {len}");
+            assert_eq!(a, b, "offset {offset} len {len}");
+        }
+    }
+    // One entry more than five list pages hold.
+    let r = TagRange {
+        offset: 0,
+        len: 2558 * 4096,
+    };
+    let mut a = vec![[0u64; 512]; 5];
+    assert_eq!(
+        build_prps_from_tag(&buf, r, &mut PrpLists::new(&mut a, &dma).unwrap()),
+        Err(DptrError::ListTooSmall {
+            needed: 6,
+            available: 5
+        })
+    );
+}
+
+/// A faulty table with a misaligned page deep in a list: the error names it and the list pages
+/// are untouched.
+#[test]
+fn misaligned_list_entry_is_named_and_lists_untouched() {
+    struct Bad(Vec<u64>);
+    impl DmaPageTable for Bad {
+        fn dma_pages(&self) -> &[u64] {
+            &self.0
+        }
+        fn first_page_offset(&self) -> u32 {
+            0
+        }
+        fn len(&self) -> u64 {
+            self.0.len() as u64 * 4096
+        }
+    }
+    let mut t = table(40);
+    t[37] += 0x800;
+    let bad = Bad(t);
+    let mut lists = vec![[7u64; 512]; 1];
+    let r = TagRange {
+        offset: 2 * 4096,
+        len: 38 * 4096,
+    };
+    assert_eq!(
+        build_prps_from_tag(
+            &bad,
+            r,
+            &mut PrpLists::new(&mut lists, &LIST_DMA[..1]).unwrap()
+        ),
+        Err(DptrError::TagTable { index: 37 })
+    );
+    assert!(lists[0].iter().all(|&e| e == 7));
+    let r = TagRange {
+        offset: 2 * 4096,
+        len: 35 * 4096,
+    };
+    assert!(build_prps_from_tag(
+        &bad,
+        r,
+        &mut PrpLists::new(&mut lists, &LIST_DMA[..1]).unwrap()
+    )
+    .is_ok());
+}
