@@ -98,6 +98,15 @@ def main():
         if b and bi and c:
             print(f"| {n} | {fmt_time(b[0])} | {fmt_time(bi[0])} | {fmt_time(c[0])} | {c[0] / b[0]:.1f}× |")
 
+    print("\n| I/O size | 1 GiB registration (262,144 entries) | 32-entry registration |")
+    print("|---|---|---|")
+    for k in ["4k", "128k"]:
+        big = median(root, "bio/fixed_buffer", k)
+        sm = median(root, "bio/fixed_buffer", f"small_reg/{k}")
+        if big and sm:
+            print(f"| {k} | {fmt_time(big[0])} ({fmt_time(big[1])} – {fmt_time(big[2])}) "
+                  f"| {fmt_time(sm[0])} ({fmt_time(sm[1])} – {fmt_time(sm[2])}) |")
+
     print("\n| I/O size | per-I/O map + PRPs | premapped tag PRPs | per-I/O / tag |")
     print("|---|---|---|---|")
     for k in [4, 16, 64, 128]:
