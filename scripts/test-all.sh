@@ -40,6 +40,12 @@ stage "cargo test (unit, property, doc, fuzz corpus replay)" cargo test --worksp
 stage "cargo doc -D warnings" env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
 stage "bounded fuzz runs" scripts/fuzz.sh "${RNVME_FUZZ_SECONDS:-30}"
 if [ "${RNVME_SKIP_QEMU:-0}" != 1 ]; then
+    # The crates inside the kernel under the kernel's own lints and clippy (its MSRV is 6.12's
+    # minimum rustc, 1.78): a fresh build so every object is linted.
+    lintdir=$(mktemp -d "${TMPDIR:-/tmp}/rnvme-lint.XXXXXX")
+    stage "module build with kernel lints (CLIPPY=1)" \
+        env RNVME_MODULE_BUILD_DIR="$lintdir" scripts/build-module.sh normal CLIPPY=1
+    rm -rf "$lintdir"
     stage "QEMU tests (normal and debug kernels, harness self-test)" \
         env RNVME_SKIP_SETUP=1 scripts/test-qemu.sh
 fi

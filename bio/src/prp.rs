@@ -388,9 +388,9 @@ fn fill_lists(entries: &[u64], lists: &mut PrpLists<'_>) -> Result<u64, DptrErro
             return Ok(first_dma);
         }
         // More than a page's worth: 511 entries here, then a link to the next page.
-        let (this, later) = rest
-            .split_at_checked(PRPS_PER_PAGE - 1)
-            .unwrap_or((rest, &[]));
+        // (`get` rather than `split_at_checked`, which is newer than the kernel's minimum rustc.)
+        let this = rest.get(..PRPS_PER_PAGE - 1).unwrap_or(rest);
+        let later = rest.get(PRPS_PER_PAGE - 1..).unwrap_or(&[]);
         let next = *next_dma.next().ok_or(too_small(index + 2))?;
         if let Some((link, body)) = page.split_last_mut() {
             store_le(body, this);
