@@ -45,6 +45,22 @@ pub struct ModelLimits {
     pub chunk_sectors: u64,
 }
 
+impl From<&bio::QueueLimits> for ModelLimits {
+    /// Copies the limit values (only their numbers: no `QueueLimits` logic is used).
+    fn from(l: &bio::QueueLimits) -> Self {
+        Self {
+            lbs: u64::from(l.logical_block_size()),
+            pbs: u64::from(l.physical_block_size()),
+            max_sectors: u64::from(l.max_sectors()),
+            max_segments: u64::from(l.max_segments()),
+            max_segment_size: u64::from(l.max_segment_size()),
+            seg_boundary_mask: l.seg_boundary_mask(),
+            virt_boundary_mask: u64::from(l.virt_boundary_mask()),
+            chunk_sectors: u64::from(l.chunk_sectors()),
+        }
+    }
+}
+
 /// Flattens multipage segments (already clipped to the window) into bytes.
 pub fn flatten(segs: &[Bvec<Pfn>]) -> Vec<Byte> {
     let mut out = Vec::new();

@@ -97,19 +97,6 @@ fn limits_strategy() -> impl Strategy<Value = QueueLimits> {
         )
 }
 
-fn model(l: &QueueLimits) -> ModelLimits {
-    ModelLimits {
-        lbs: u64::from(l.logical_block_size()),
-        pbs: u64::from(l.physical_block_size()),
-        max_sectors: u64::from(l.max_sectors()),
-        max_segments: u64::from(l.max_segments()),
-        max_segment_size: u64::from(l.max_segment_size()),
-        seg_boundary_mask: l.seg_boundary_mask(),
-        virt_boundary_mask: u64::from(l.virt_boundary_mask()),
-        chunk_sectors: u64::from(l.chunk_sectors()),
-    }
-}
-
 fn phys_bytes(bio: &Bio<'_, Pfn>) -> Vec<u64> {
     let segs: Vec<_> = bio.segments().collect();
     bio_model::flatten(&segs).iter().map(|b| b.phys).collect()
@@ -139,7 +126,7 @@ fn check_splits(
     .unwrap();
     let mut bio = Bio::new(Op::Read, it).unwrap();
     let original = phys_bytes(&bio);
-    let m = model(lim);
+    let m = ModelLimits::from(lim);
     let mut seen: Vec<u64> = Vec::new();
     while !bio.is_empty() {
         let segs: Vec<_> = bio.segments().collect();
@@ -236,7 +223,7 @@ proptest! {
         it.truncate(size).unwrap();
         let segs: Vec<_> = it.segments().collect();
         let flat = bio_model::flatten(&segs);
-        let m = model(&lim);
+        let m = ModelLimits::from(&lim);
         prop_assert_eq!(u64::from(count_phys_segments(it.segments(), &lim)), bio_model::count_segments(&flat, &m));
         let small = &flat[..flat.len().min(3000)];
         prop_assert_eq!(
@@ -248,7 +235,7 @@ proptest! {
     /// The crate's largest I/O at a sector equals the reference formula.
     #[test]
     fn max_io_matches_reference(lim in limits_strategy(), sector in any::<u64>()) {
-        prop_assert_eq!(u64::from(lim.max_io_bytes(sector)), bio_model::max_io_bytes(sector, &model(&lim)));
+        prop_assert_eq!(u64::from(lim.max_io_bytes(sector)), bio_model::max_io_bytes(sector, &ModelLimits::from(&lim)));
     }
 
     /// `add_page` against a run-list reference: a piece extends the last run when it starts where

@@ -38,19 +38,6 @@ fn limits(d: &mut Decoder<'_>) -> QueueLimits {
     QueueLimits::new(&cfg).unwrap_or_else(|_| fallback())
 }
 
-fn model(l: &QueueLimits) -> ModelLimits {
-    ModelLimits {
-        lbs: u64::from(l.logical_block_size()),
-        pbs: u64::from(l.physical_block_size()),
-        max_sectors: u64::from(l.max_sectors()),
-        max_segments: u64::from(l.max_segments()),
-        max_segment_size: u64::from(l.max_segment_size()),
-        seg_boundary_mask: l.seg_boundary_mask(),
-        virt_boundary_mask: u64::from(l.virt_boundary_mask()),
-        chunk_sectors: u64::from(l.chunk_sectors()),
-    }
-}
-
 fn flat(bio: &Bio<'_, Pfn>) -> Vec<bio_model::Byte> {
     let segs: Vec<Bvec<Pfn>> = bio.segments().collect();
     bio_model::flatten(&segs)
@@ -139,7 +126,7 @@ pub fn run(data: &[u8]) {
 
 /// Splits `bio` to `lim` until it is empty, checking each piece.
 fn split_all(mut bio: Bio<'_, Pfn>, lim: &QueueLimits) {
-    let m = model(lim);
+    let m = ModelLimits::from(lim);
     let total = bio.size();
     let small = total <= MODEL_LIMIT;
     let original = if small { flat(&bio) } else { Vec::new() };
