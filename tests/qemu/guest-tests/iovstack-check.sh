@@ -42,29 +42,23 @@ else
     fail "iovstack-smoke (${smoke#iovstack: })"
 fi
 
-if [ -z "$diffl" ]; then
-    fail "iovstack-differential (no summary line)"
-else
-    n=$(echo "$diffl" | sed -E 's/.*differential: ([0-9]+) cases.*/\1/')
-    m=$(echo "$diffl" | sed -E 's/.* ([0-9]+) mismatches$/\1/')
-    if [ "$m" = 0 ] && [ "$n" -ge "${IOVSTACK_MIN_CASES:-1000}" ]; then
-        pass "iovstack-differential ($n cases, $m mismatches)"
-    else
-        fail "iovstack-differential ($n cases, $m mismatches; need >= ${IOVSTACK_MIN_CASES:-1000} cases, 0 mismatches)"
+# check_differential NAME LINE: LINE is "...: N cases, M mismatches" (or empty); passes when it
+# has 0 mismatches over at least $IOVSTACK_MIN_CASES (default 1000) cases.
+check_differential() {
+    if [ -z "$2" ]; then
+        fail "$1 (no summary line)"
+        return
     fi
-fi
-
-if [ -z "$biol" ]; then
-    fail "iovstack-bio-differential (no summary line)"
-else
-    n=$(echo "$biol" | sed -E 's/.*differential: ([0-9]+) cases.*/\1/')
-    m=$(echo "$biol" | sed -E 's/.* ([0-9]+) mismatches$/\1/')
+    n=$(echo "$2" | sed -E 's/.*differential: ([0-9]+) cases.*/\1/')
+    m=$(echo "$2" | sed -E 's/.* ([0-9]+) mismatches$/\1/')
     if [ "$m" = 0 ] && [ "$n" -ge "${IOVSTACK_MIN_CASES:-1000}" ]; then
-        pass "iovstack-bio-differential ($n cases, $m mismatches)"
+        pass "$1 ($n cases, $m mismatches)"
     else
-        fail "iovstack-bio-differential ($n cases, $m mismatches; need >= ${IOVSTACK_MIN_CASES:-1000} cases, 0 mismatches)"
+        fail "$1 ($n cases, $m mismatches; need >= ${IOVSTACK_MIN_CASES:-1000} cases, 0 mismatches)"
     fi
-fi
+}
+check_differential iovstack-differential "$diffl"
+check_differential iovstack-bio-differential "$biol"
 
 if [ "$rc" = 0 ] && [ "$verdict" = "iovstack: selftest: PASS" ]; then
     pass "iovstack-selftest (insmod ok, selftest: PASS)"
