@@ -1,0 +1,401 @@
+//! Submission and completion queue entries in NVMe wire layout (`struct nvme_common_command`,
+//! `struct nvme_completion`) and the command's data pointer.
+//!
+//! C header: [`include/linux/nvme.h`](srctree/include/linux/nvme.h)
+//!
+//! Both structures are `#[repr(C)]` and hold every field in little-endian byte order, so their
+//! memory is exactly what the device reads and writes on any host; the accessors convert. The
+//! safe memory traits of [`the queue memory traits move them as
+//! bytes ([`SubmissionEntry::to_bytes`], [`CompletionEntry::from_bytes`]).
+
+use crate::{Prps, SglDescriptor};
+
+/// Size of a submission queue entry in bytes (`IOSQES` = 6).
+pub const SQE_SIZE: usize = 64;
+/// Size of a completion queue entry in bytes (`IOCQES` = 4).
+pub const CQE_SIZE: usize = 16;
+
+/// PSDT value 01b in the command's flags byte: data (and metadata, as one buffer) use SGLs
+/// (`NVME_CMD_SGL_METABUF`).
+const FLAGS_PSDT_SGL: u8 = 1 << 6;
+/// Mask of the PSDT bits in the flags byte.
+const FLAGS_PSDT_MASK: u8 = 3 << 6;
+
+/// How a command points at its data (the DPTR field, command bytes 24..40, and PSDT).
+///
+/// # Examples
+///
+/// ```
+/// use nvme::{DataPointer, SglDescriptor, SubmissionEntry};
+/// let mut c = SubmissionEntry::default();
+/// c.set_data_pointer(DataPointer::Sgl(SglDescriptor::data_block(0x1000, 512)));
+/// assert!(c.uses_sgl());
+/// c.set_data_pointer(DataPointer::prp(0x2000, 0));
+/// assert!(!c.uses_sgl());
+/// assert_eq!(c.data_pointer(), DataPointer::prp(0x2000, 0));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DataPointer {
+    /// PRP entry 1 and PRP entry 2 (PSDT 00b).
+    Prp {
+        /// PRP entry 1: the first data byte (dword aligned).
+        prp1: u64,
+        /// PRP entry 2: 0, the second page, or the PRP list.
+        prp2: u64,
+    },
+    /// One SGL descriptor (PSDT 01b).
+    Sgl(SglDescriptor),
+}
+
+impl DataPointer {
+    /// A PRP data pointer.
+    pub const fn prp(prp1: u64, prp2: u64) -> Self {
+        Self::Prp { prp1, prp2 }
+    }
+
+    /// No data (both PRP entries zero).
+    pub const NONE: Self = Self::Prp { prp1: 0, prp2: 0 };
+}
+
+impl From<Prps> for DataPointer {
+    fn from(p: Prps) -> Self {
+        Self::prp(p.prp1, p.prp2)
+    }
+}
+
+impl From<SglDescriptor> for DataPointer {
+    fn from(d: SglDescriptor) -> Self {
+        Self::Sgl(d)
+    }
+}
+
+/// One 64-byte submission queue entry (`struct nvme_common_command`), little-endian fields.
+///
+/// Build one with the command builders ([`SubmissionEntry::identify`],
+/// [`SubmissionEntry::read`], ...); the submission ring sets the command identifier.
+///
+/// # Examples
+///
+/// ```
+/// use nvme::SubmissionEntry;
+/// let mut c = SubmissionEntry::default();
+/// c.set_cid(0x1234);
+/// c.set_cdw(10, 0xdead_beef);
+/// let b = c.to_bytes();
+/// assert_eq!((b[2], b[3]), (0x34, 0x12));
+/// assert_eq!(b[40..44], 0xdead_beefu32.to_le_bytes());
+/// assert_eq!(SubmissionEntry::from_bytes(&b), c);
+/// assert_eq!(c.cdw(16), None);
+/// ```
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SubmissionEntry {
+    opcode: u8,
+    flags: u8,
+    command_id: u16,
+    nsid: u32,
+    cdw2: u32,
+    cdw3: u32,
+    metadata: u64,
+    prp1: u64,
+    prp2: u64,
+    cdw10: u32,
+    cdw11: u32,
+    cdw12: u32,
+    cdw13: u32,
+    cdw14: u32,
+    cdw15: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<SubmissionEntry>() == SQE_SIZE);
+const _: () = assert!(core::mem::align_of::<SubmissionEntry>() == 8);
+
+impl SubmissionEntry {
+    /// An entry with `opcode` and namespace `nsid`, everything else zero.
+    pub const fn new(opcode: u8, nsid: u32) -> Self {
+        Self {
+            opcode,
+            flags: 0,
+            command_id: 0,
+            nsid: nsid.to_le(),
+            cdw2: 0,
+            cdw3: 0,
+            metadata: 0,
+            prp1: 0,
+            prp2: 0,
+            cdw10: 0,
+            cdw11: 0,
+            cdw12: 0,
+            cdw13: 0,
+            cdw14: 0,
+            cdw15: 0,
+        }
+    }
+
+    /// The opcode (command byte 0).
+    pub const fn opcode(&self) -> u8 {
+        self.opcode
+    }
+
+    /// The flags byte (FUSE bits 1:0, PSDT bits 7:6).
+    pub const fn flags(&self) -> u8 {
+        self.flags
+    }
+
+    /// The command identifier.
+    pub const fn cid(&self) -> u16 {
+        u16::from_le(self.command_id)
+    }
+
+    /// Sets the command identifier.
+    pub fn set_cid(&mut self, cid: u16) {
+        self.command_id = cid.to_le();
+    }
+
+    /// The namespace identifier.
+    pub const fn nsid(&self) -> u32 {
+        u32::from_le(self.nsid)
+    }
+
+    /// Command dword `n` (0..=15), `None` for another index. Dwords 6..=9 are the data pointer
+    /// and 4..=5 the metadata pointer, split in 32-bit halves.
+    pub const fn cdw(&self, n: usize) -> Option<u32> {
+        let v = match n {
+            0 => {
+                return Some(
+                    self.opcode as u32
+                        | ((self.flags as u32) << 8)
+                        | ((u16::from_le(self.command_id) as u32) << 16),
+                )
+            }
+            1 => self.nsid,
+            2 => self.cdw2,
+            3 => self.cdw3,
+            4 => return Some(u64::from_le(self.metadata) as u32),
+            5 => return Some((u64::from_le(self.metadata) >> 32) as u32),
+            6 => return Some(u64::from_le(self.prp1) as u32),
+            7 => return Some((u64::from_le(self.prp1) >> 32) as u32),
+            8 => return Some(u64::from_le(self.prp2) as u32),
+            9 => return Some((u64::from_le(self.prp2) >> 32) as u32),
+            10 => self.cdw10,
+            11 => self.cdw11,
+            12 => self.cdw12,
+            13 => self.cdw13,
+            14 => self.cdw14,
+            15 => self.cdw15,
+            _ => return None,
+        };
+        Some(u32::from_le(v))
+    }
+
+    /// Sets command dword `n` for `n` in 2, 3 and 10..=15 (the command-specific dwords); returns
+    /// whether `n` was one of them.
+    pub fn set_cdw(&mut self, n: usize, value: u32) -> bool {
+        let slot = match n {
+            2 => &mut self.cdw2,
+            3 => &mut self.cdw3,
+            10 => &mut self.cdw10,
+            11 => &mut self.cdw11,
+            12 => &mut self.cdw12,
+            13 => &mut self.cdw13,
+            14 => &mut self.cdw14,
+            15 => &mut self.cdw15,
+            _ => return false,
+        };
+        *slot = value.to_le();
+        true
+    }
+
+    /// Sets the data pointer and the matching PSDT bits.
+    pub fn set_data_pointer(&mut self, dptr: DataPointer) {
+        match dptr {
+            DataPointer::Prp { prp1, prp2 } => {
+                self.flags &= !FLAGS_PSDT_MASK;
+                self.prp1 = prp1.to_le();
+                self.prp2 = prp2.to_le();
+            }
+            DataPointer::Sgl(d) => {
+                self.flags = (self.flags & !FLAGS_PSDT_MASK) | FLAGS_PSDT_SGL;
+                let b = d.to_bytes();
+                let mut lo = [0u8; 8];
+                let mut hi = [0u8; 8];
+                let (l, h) = b.split_at(8);
+                lo.copy_from_slice(l);
+                hi.copy_from_slice(h);
+                // Stored as the wire bytes: `from_le_bytes` then `to_le` round-trips them.
+                self.prp1 = u64::from_le_bytes(lo).to_le();
+                self.prp2 = u64::from_le_bytes(hi).to_le();
+            }
+        }
+    }
+
+    /// The data pointer, interpreted by the PSDT bits.
+    pub fn data_pointer(&self) -> DataPointer {
+        let prp1 = u64::from_le(self.prp1);
+        let prp2 = u64::from_le(self.prp2);
+        if self.uses_sgl() {
+            let mut b = [0u8; 16];
+            let (l, h) = b.split_at_mut(8);
+            l.copy_from_slice(&prp1.to_le_bytes());
+            h.copy_from_slice(&prp2.to_le_bytes());
+            DataPointer::Sgl(SglDescriptor::from_bytes(b))
+        } else {
+            DataPointer::prp(prp1, prp2)
+        }
+    }
+
+    /// Whether the PSDT bits select SGLs.
+    pub const fn uses_sgl(&self) -> bool {
+        self.flags & FLAGS_PSDT_MASK != 0
+    }
+
+    /// The 64 wire bytes.
+    pub fn to_bytes(&self) -> [u8; SQE_SIZE] {
+        let mut out = [0u8; SQE_SIZE];
+        for (n, chunk) in out.chunks_exact_mut(4).enumerate() {
+            chunk.copy_from_slice(&self.cdw(n).unwrap_or(0).to_le_bytes());
+        }
+        out
+    }
+
+    /// An entry from its 64 wire bytes.
+    pub fn from_bytes(b: &[u8; SQE_SIZE]) -> Self {
+        let mut d = [0u32; 16];
+        for (v, chunk) in d.iter_mut().zip(b.chunks_exact(4)) {
+            let mut w = [0u8; 4];
+            w.copy_from_slice(chunk);
+            *v = u32::from_le_bytes(w);
+        }
+        let [d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, d12, d13, d14, d15] = d;
+        let q = |lo: u32, hi: u32| (u64::from(lo) | (u64::from(hi) << 32)).to_le();
+        Self {
+            opcode: d0 as u8,
+            flags: (d0 >> 8) as u8,
+            command_id: ((d0 >> 16) as u16).to_le(),
+            nsid: d1.to_le(),
+            cdw2: d2.to_le(),
+            cdw3: d3.to_le(),
+            metadata: q(d4, d5),
+            prp1: q(d6, d7),
+            prp2: q(d8, d9),
+            cdw10: d10.to_le(),
+            cdw11: d11.to_le(),
+            cdw12: d12.to_le(),
+            cdw13: d13.to_le(),
+            cdw14: d14.to_le(),
+            cdw15: d15.to_le(),
+        }
+    }
+}
+
+/// One 16-byte completion queue entry (`struct nvme_completion`), little-endian fields.
+///
+/// Every field comes from the device and is untrusted: the completion ring
+/// and the command-id table validate it.
+///
+/// # Examples
+///
+/// ```
+/// use nvme::CompletionEntry;
+/// let mut b = [0u8; 16];
+/// b[0] = 7;          // result dword 0
+/// b[8] = 3;          // SQ head
+/// b[10] = 1;         // SQ id
+/// b[12] = 0x42;      // command id
+/// b[14] = 1;         // phase bit set, status success
+/// let e = CompletionEntry::from_bytes(&b);
+/// assert_eq!((e.result(), e.sq_head(), e.sq_id(), e.cid(), e.phase()), (7, 3, 1, 0x42, true));
+/// assert_eq!(e.to_bytes(), b);
+/// ```
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompletionEntry {
+    result: u64,
+    sq_head: u16,
+    sq_id: u16,
+    command_id: u16,
+    status: u16,
+}
+
+const _: () = assert!(core::mem::size_of::<CompletionEntry>() == CQE_SIZE);
+
+impl CompletionEntry {
+    /// An entry from its fields (native values; the device-side builder used by simulators).
+    pub const fn new(result: u64, sq_head: u16, sq_id: u16, cid: u16, status: u16) -> Self {
+        Self {
+            result: result.to_le(),
+            sq_head: sq_head.to_le(),
+            sq_id: sq_id.to_le(),
+            command_id: cid.to_le(),
+            status: status.to_le(),
+        }
+    }
+
+    /// Command-specific result, dword 0 (for example the Set Features result).
+    pub const fn result(&self) -> u32 {
+        u64::from_le(self.result) as u32
+    }
+
+    /// Command-specific result, dwords 0 and 1.
+    pub const fn result64(&self) -> u64 {
+        u64::from_le(self.result)
+    }
+
+    /// Submission queue head pointer as the device reports it.
+    pub const fn sq_head(&self) -> u16 {
+        u16::from_le(self.sq_head)
+    }
+
+    /// Submission queue the command came from.
+    pub const fn sq_id(&self) -> u16 {
+        u16::from_le(self.sq_id)
+    }
+
+    /// Command identifier.
+    pub const fn cid(&self) -> u16 {
+        u16::from_le(self.command_id)
+    }
+
+    /// The raw status field including the phase bit (bit 0).
+    pub const fn raw_status(&self) -> u16 {
+        u16::from_le(self.status)
+    }
+
+    /// The phase tag (status bit 0).
+    pub const fn phase(&self) -> bool {
+        self.raw_status() & 1 != 0
+    }
+
+    /// The status, decoded ([`crate::Status`]).
+    pub const fn status(&self) -> crate::Status {
+        crate::Status::from_raw(self.raw_status())
+    }
+
+    /// The 16 wire bytes.
+    pub fn to_bytes(&self) -> [u8; CQE_SIZE] {
+        let mut out = [0u8; CQE_SIZE];
+        let (r, rest) = out.split_at_mut(8);
+        r.copy_from_slice(&self.result64().to_le_bytes());
+        for (chunk, v) in rest.chunks_exact_mut(2).zip([
+            self.sq_head(),
+            self.sq_id(),
+            self.cid(),
+            self.raw_status(),
+        ]) {
+            chunk.copy_from_slice(&v.to_le_bytes());
+        }
+        out
+    }
+
+    /// An entry from its 16 wire bytes.
+    pub fn from_bytes(b: &[u8; CQE_SIZE]) -> Self {
+        let [r0, r1, r2, r3, r4, r5, r6, r7, h0, h1, q0, q1, c0, c1, s0, s1] = *b;
+        Self::new(
+            u64::from_le_bytes([r0, r1, r2, r3, r4, r5, r6, r7]),
+            u16::from_le_bytes([h0, h1]),
+            u16::from_le_bytes([q0, q1]),
+            u16::from_le_bytes([c0, c1]),
+            u16::from_le_bytes([s0, s1]),
+        )
+    }
+}

@@ -1,0 +1,442 @@
+//! NVMe PRP data pointers: PRP1/PRP2 and chained PRP lists (`nvme_pci_setup_prps`).
+//!
+//! C header: [`include/linux/nvme.h`](srctree/include/linux/nvme.h)
+//!
+//! The data is cut into controller pages. PRP1 points at the first byte (it alone may have an
+//! offset); if the data touches two pages PRP2 points at the second; if it touches more, PRP2
+//! points at a list of the remaining page addresses. A list page holds 512 entries; when more
+//! entries follow, its last slot instead points at the next list page.
+
+use crate::dptr::CTRL_PAGE_MASK;
+use crate::{DmaSegment, DptrError, NVME_CTRL_PAGE_SIZE};
+
+/// Entries in one PRP list page (`NVME_CTRL_PAGE_SIZE / 8`).
+pub const PRPS_PER_PAGE: usize = 512;
+/// Entries in a list from the driver's small pool (256 bytes, "for I/Os between 4k and 128k").
+pub const PRP_SMALL_POOL_ENTRIES: usize = 32;
+
+/// One PRP list page as the device reads it: 512 little-endian 64-bit entries.
+pub type PrpListPage = [u64; PRPS_PER_PAGE];
+
+/// Which DMA pool the Linux driver would take the list from (information for the caller).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrpPool {
+    /// No list: PRP1 and PRP2 describe everything.
+    None,
+    /// At most 32 entries: a 256-byte list from the small pool.
+    Small,
+    /// A 4 KiB list page (or a chain of them) from the page pool.
+    Page,
+}
+
+/// The PRP layout of a transfer, known before any list is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PrpPlan {
+    /// Controller pages the data touches (PRP entries including PRP1).
+    pub entries: usize,
+    /// Entries stored in lists (0 when PRP2 is a direct pointer or unused).
+    pub list_entries: usize,
+    /// List pages needed.
+    pub list_pages: usize,
+    /// Pool the driver would use.
+    pub pool: PrpPool,
+}
+
+impl PrpPlan {
+    /// The plan for a transfer touching `entries` controller pages.
+    const fn for_entries(entries: usize) -> Self {
+        if entries <= 2 {
+            return Self {
+                entries,
+                list_entries: 0,
+                list_pages: 0,
+                pool: PrpPool::None,
+            };
+        }
+        let list_entries = entries - 1;
+        // The first page holds up to 512 entries if it is the last, each chained page 511 more.
+        let list_pages = if list_entries <= PRPS_PER_PAGE {
+            1
+        } else {
+            1 + (list_entries - PRPS_PER_PAGE).div_ceil(PRPS_PER_PAGE - 1)
+        };
+        Self {
+            entries,
+            list_entries,
+            list_pages,
+            pool: if list_entries <= PRP_SMALL_POOL_ENTRIES {
+                PrpPool::Small
+            } else {
+                PrpPool::Page
+            },
+        }
+    }
+}
+
+/// Built PRP data pointer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Prps {
+    /// PRP entry 1 (native-endian value; see [`Prps::dptr_bytes`]).
+    pub prp1: u64,
+    /// PRP entry 2: 0, the second page, or the first list page's bus address.
+    pub prp2: u64,
+    /// The layout used; `plan.list_pages` list pages were written, in order.
+    pub plan: PrpPlan,
+}
+
+impl Prps {
+    /// The command's 16-byte DPTR field (command bytes 24..40), little-endian.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use nvme::{build_prps, DmaSegment, PrpLists};
+    /// let p = build_prps(&[DmaSegment::new(0x1122_3000, 8192)], &mut PrpLists::new(&mut [], &[])?)?;
+    /// let b = p.dptr_bytes();
+    /// assert_eq!(b[..8], 0x1122_3000u64.to_le_bytes());
+    /// assert_eq!(b[8..], 0x1122_4000u64.to_le_bytes());
+    /// # Ok::<(), nvme::DptrError>(())
+    /// ```
+    pub fn dptr_bytes(&self) -> [u8; 16] {
+        let mut out = [0u8; 16];
+        let (a, b) = out.split_at_mut(8);
+        a.copy_from_slice(&self.prp1.to_le_bytes());
+        b.copy_from_slice(&self.prp2.to_le_bytes());
+        out
+    }
+}
+
+/// Caller-provided PRP list pages and their bus addresses.
+///
+/// # Invariants
+///
+/// `dma.len() >= pages.len()` and every `dma[i]` used is 4096-aligned.
+#[derive(Debug)]
+pub struct PrpLists<'a> {
+    pages: &'a mut [PrpListPage],
+    dma: &'a [u64],
+}
+
+impl<'a> PrpLists<'a> {
+    /// Wraps list pages and the bus address of each.
+    ///
+    /// # Errors
+    ///
+    /// [`DptrError::ListDmaCount`] if there are fewer addresses than pages,
+    /// [`DptrError::ListMisaligned`] if an address is not 4096-aligned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use nvme::{DptrError, PrpLists};
+    /// let mut pages = [[0u64; 512]; 2];
+    /// assert!(PrpLists::new(&mut pages, &[0x1000, 0x3000]).is_ok());
+    /// assert_eq!(PrpLists::new(&mut pages, &[0x1000]).unwrap_err(), DptrError::ListDmaCount { pages: 2, addrs: 1 });
+    /// assert!(PrpLists::new(&mut pages, &[0x1000, 0x3008]).is_err());
+    /// assert!(PrpLists::new(&mut [], &[]).is_ok()); // enough for transfers of one or two pages
+    /// ```
+    pub fn new(pages: &'a mut [PrpListPage], dma: &'a [u64]) -> Result<Self, DptrError> {
+        if dma.len() < pages.len() {
+            return Err(DptrError::ListDmaCount {
+                pages: pages.len(),
+                addrs: dma.len(),
+            });
+        }
+        for (index, &addr) in dma.iter().enumerate().take(pages.len()) {
+            if addr & CTRL_PAGE_MASK != 0 {
+                return Err(DptrError::ListMisaligned { index, addr });
+            }
+        }
+        // INVARIANT: both conditions were checked above.
+        Ok(Self { pages, dma })
+    }
+
+    /// Number of list pages available.
+    pub fn len(&self) -> usize {
+        self.pages.len()
+    }
+
+    /// Whether no list page is available.
+    pub fn is_empty(&self) -> bool {
+        self.pages.is_empty()
+    }
+
+    /// The list pages (for inspection after a build).
+    pub fn pages(&self) -> &[PrpListPage] {
+        self.pages
+    }
+}
+
+/// Streams PRP entries into PRP1, PRP2 and the lists, chaining as needed.
+struct PrpWriter<'l, 'a> {
+    lists: &'l mut PrpLists<'a>,
+    prp1: u64,
+    prp2: u64,
+    count: usize,
+    page: usize,
+    slot: usize,
+}
+
+impl<'l, 'a> PrpWriter<'l, 'a> {
+    fn new(lists: &'l mut PrpLists<'a>) -> Self {
+        Self {
+            lists,
+            prp1: 0,
+            prp2: 0,
+            count: 0,
+            page: 0,
+            slot: 0,
+        }
+    }
+
+    fn store(&mut self, page: usize, slot: usize, value: u64) -> Result<(), DptrError> {
+        let available = self.lists.pages.len();
+        let entry = self
+            .lists
+            .pages
+            .get_mut(page)
+            .and_then(|p| p.get_mut(slot))
+            .ok_or(DptrError::ListTooSmall {
+                needed: page + 1,
+                available,
+            })?;
+        *entry = value.to_le();
+        Ok(())
+    }
+
+    fn list_dma(&self, page: usize) -> Result<u64, DptrError> {
+        self.lists
+            .dma
+            .get(page)
+            .copied()
+            .ok_or(DptrError::ListTooSmall {
+                needed: page + 1,
+                available: self.lists.pages.len(),
+            })
+    }
+
+    /// Appends the address of the next controller page (the first one may carry an offset).
+    fn push(&mut self, addr: u64) -> Result<(), DptrError> {
+        match self.count {
+            0 => self.prp1 = addr,
+            1 => self.prp2 = addr,
+            2 => {
+                // A third entry: PRP2 becomes a list pointer, the second entry moves to the list.
+                self.store(0, 0, self.prp2)?;
+                self.store(0, 1, addr)?;
+                self.prp2 = self.list_dma(0)?;
+                self.slot = 2;
+            }
+            _ => {
+                if self.slot == PRPS_PER_PAGE {
+                    // Page full and another entry follows: chain through the last slot.
+                    let next = self.page + 1;
+                    let moved = self
+                        .lists
+                        .pages
+                        .get(self.page)
+                        .and_then(|p| p.last())
+                        .copied()
+                        .map(u64::from_le)
+                        .unwrap_or(0);
+                    self.store(next, 0, moved)?;
+                    let next_dma = self.list_dma(next)?;
+                    self.store(self.page, PRPS_PER_PAGE - 1, next_dma)?;
+                    self.page = next;
+                    self.slot = 1;
+                }
+                self.store(self.page, self.slot, addr)?;
+                self.slot += 1;
+            }
+        }
+        self.count += 1;
+        Ok(())
+    }
+
+    fn finish(self) -> Prps {
+        Prps {
+            prp1: self.prp1,
+            prp2: self.prp2,
+            plan: PrpPlan::for_entries(self.count),
+        }
+    }
+}
+
+/// Checks `segs` against the PRP rules and returns the layout they need.
+///
+/// The rules: at least one segment, no empty segment, the first byte 4-byte aligned, every
+/// segment but the first starting on a controller page and every segment but the last ending on
+/// one (what the NVMe queue limits guarantee for every bio).
+///
+/// # Errors
+///
+/// The [`DptrError`] of the first rule broken.
+///
+/// # Examples
+///
+/// ```
+/// use nvme::{plan_prps, DmaSegment, PrpPool};
+/// let p = plan_prps(&[DmaSegment::new(0x1000, 4096)])?;
+/// assert_eq!((p.entries, p.list_pages, p.pool), (1, 0, PrpPool::None));
+/// let p = plan_prps(&[DmaSegment::new(0x1800, 4096)])?;      // offset: touches 2 pages
+/// assert_eq!((p.entries, p.list_pages), (2, 0));
+/// let p = plan_prps(&[DmaSegment::new(0, 8 << 20)])?;        // 8 MiB: 2048 entries
+/// assert_eq!((p.list_entries, p.list_pages, p.pool), (2047, 5, PrpPool::Page));
+/// assert!(plan_prps(&[DmaSegment::new(0, 100), DmaSegment::new(0x1000, 100)]).is_err());
+/// # Ok::<(), nvme::DptrError>(())
+/// ```
+pub fn plan_prps(segs: &[DmaSegment]) -> Result<PrpPlan, DptrError> {
+    let last = segs.len().checked_sub(1).ok_or(DptrError::NoSegments)?;
+    let mut entries: usize = 0;
+    for (index, seg) in segs.iter().enumerate() {
+        if seg.len == 0 {
+            return Err(DptrError::ZeroLength { index });
+        }
+        let end = seg.end().ok_or(DptrError::AddressOverflow { index })?;
+        let offset = seg.addr & CTRL_PAGE_MASK;
+        if index == 0 && seg.addr & 3 != 0 {
+            return Err(DptrError::FirstNotDwordAligned { addr: seg.addr });
+        }
+        if index != 0 && offset != 0 {
+            return Err(DptrError::StartNotPageAligned {
+                index,
+                addr: seg.addr,
+            });
+        }
+        if index != last && end & CTRL_PAGE_MASK != 0 {
+            return Err(DptrError::EndNotPageAligned { index, end });
+        }
+        // offset < 4096 and len <= u32::MAX: the sum fits in u64 and the quotient in usize.
+        let pages = (offset + u64::from(seg.len)).div_ceil(u64::from(NVME_CTRL_PAGE_SIZE));
+        entries = entries
+            .checked_add(pages as usize)
+            .ok_or(DptrError::AddressOverflow { index })?;
+    }
+    Ok(PrpPlan::for_entries(entries))
+}
+
+/// Builds PRP1/PRP2 and, when needed, the chained PRP lists for DMA-mapped `segs`
+/// (`nvme_pci_setup_prps`, with `nvme_setup_prp_simple` as the case that needs no list).
+///
+/// List entries are written little-endian into `lists` in order; the result's
+/// `plan.list_pages` says how many pages were used (the chain order is the slice order).
+/// On error the list pages are untouched.
+///
+/// # Errors
+///
+/// A [`DptrError`] if `segs` break a PRP rule (see [`plan_prps`]), or
+/// [`DptrError::ListTooSmall`] if `lists` has fewer pages than needed.
+///
+/// # Examples
+///
+/// ```
+/// use nvme::{build_prps, DmaSegment, PrpLists};
+/// // One segment with an offset, spanning two pages: PRP2 points at the second page.
+/// let p = build_prps(&[DmaSegment::new(0x10_0200, 4096)], &mut PrpLists::new(&mut [], &[])?)?;
+/// assert_eq!((p.prp1, p.prp2, p.plan.list_pages), (0x10_0200, 0x10_1000, 0));
+/// // Three pages: PRP2 is the list.
+/// let mut pages = [[0u64; 512]; 1];
+/// let mut lists = PrpLists::new(&mut pages, &[0xaa000])?;
+/// let p = build_prps(&[DmaSegment::new(0x10_0000, 8192), DmaSegment::new(0x50_0000, 1)], &mut lists)?;
+/// assert_eq!((p.prp1, p.prp2), (0x10_0000, 0xaa000));
+/// assert_eq!(&lists.pages()[0][..2], &[0x10_1000u64.to_le(), 0x50_0000u64.to_le()]);
+/// # Ok::<(), nvme::DptrError>(())
+/// ```
+pub fn build_prps(segs: &[DmaSegment], lists: &mut PrpLists<'_>) -> Result<Prps, DptrError> {
+    let plan = plan_prps(segs)?;
+    if plan.list_pages > lists.len() {
+        return Err(DptrError::ListTooSmall {
+            needed: plan.list_pages,
+            available: lists.len(),
+        });
+    }
+    let mut w = PrpWriter::new(lists);
+    for seg in segs {
+        // Validated by plan_prps: no overflow, non-first segments page-aligned.
+        let end = seg.addr + u64::from(seg.len);
+        let mut addr = Some(seg.addr);
+        while let Some(a) = addr.filter(|&a| a < end) {
+            w.push(a)?;
+            // `None` past the top of the address space: then `end` was reached anyway.
+            addr = (a & !CTRL_PAGE_MASK).checked_add(u64::from(NVME_CTRL_PAGE_SIZE));
+        }
+    }
+    Ok(w.finish())
+}
+
+/// Stores `src` little-endian into the start of `dst` (as many entries as both hold).
+#[inline]
+fn store_le(dst: &mut [u64], src: &[u64]) {
+    // On little-endian targets `to_le` is the identity and this loop compiles to one memcpy.
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d = s.to_le();
+    }
+}
+
+/// Writes `entries` (at least two) into the list pages, a list page at a time: while more than
+/// a page's worth remain, a page takes 511 entries and its last slot points at the next page;
+/// the last page takes the rest. Returns the first list page's bus address (PRP2).
+fn fill_lists(entries: &[u64], lists: &mut PrpLists<'_>) -> Result<u64, DptrError> {
+    let available = lists.pages.len();
+    let too_small = |needed| DptrError::ListTooSmall { needed, available };
+    let first_dma = *lists.dma.first().ok_or(too_small(1))?;
+    let mut next_dma = lists.dma.iter().skip(1);
+    let mut rest = entries;
+    for (index, page) in lists.pages.iter_mut().enumerate() {
+        if rest.len() <= PRPS_PER_PAGE {
+            store_le(page, rest);
+            return Ok(first_dma);
+        }
+        // More than a page's worth: 511 entries here, then a link to the next page.
+        // (`get` rather than `split_at_checked`, which is newer than the kernel's minimum rustc.)
+        let this = rest.get(..PRPS_PER_PAGE - 1).unwrap_or(rest);
+        let later = rest.get(PRPS_PER_PAGE - 1..).unwrap_or(&[]);
+        let next = *next_dma.next().ok_or(too_small(index + 2))?;
+        if let Some((link, body)) = page.split_last_mut() {
+            store_le(body, this);
+            *link = next.to_le();
+        }
+        rest = later;
+    }
+    Err(too_small(available + 1))
+}
+
+/// Builds PRPs for a transfer whose controller-page addresses are already known: `first` is the
+/// first byte's address (PRP1, may carry an offset) and `rest` holds the following page
+/// addresses, which must be 4096-aligned; `rest[i]` is entry `rest_index + i` of the caller's
+/// page table (for errors). Used for premapped buffers: the list entries are copied from `rest`
+/// a list page at a time. On error the list pages are untouched.
+pub(crate) fn build_prps_from_pages(
+    first: u64,
+    rest: &[u64],
+    rest_index: usize,
+    lists: &mut PrpLists<'_>,
+) -> Result<Prps, DptrError> {
+    let plan = PrpPlan::for_entries(rest.len().saturating_add(1));
+    if plan.list_pages > lists.len() {
+        return Err(DptrError::ListTooSmall {
+            needed: plan.list_pages,
+            available: lists.len(),
+        });
+    }
+    // One OR over the entries (vectorised) before looking for the culprit.
+    if rest.iter().fold(0, |acc, a| acc | a) & CTRL_PAGE_MASK != 0 {
+        let at = rest
+            .iter()
+            .position(|a| a & CTRL_PAGE_MASK != 0)
+            .unwrap_or(0);
+        return Err(DptrError::TagTable {
+            index: rest_index.saturating_add(at),
+        });
+    }
+    let prp2 = match rest {
+        [] => 0,
+        [only] => *only,
+        _ => fill_lists(rest, lists)?,
+    };
+    Ok(Prps {
+        prp1: first,
+        prp2,
+        plan,
+    })
+}
