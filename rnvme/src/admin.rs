@@ -151,7 +151,7 @@ impl SubmissionEntry {
 
     /// Set Features Number of Queues asking for `count` submission and `count` completion
     /// queues (`nvme_set_queue_count`); the fields are 0-based. Parse the completion with
-    /// `QueueGrant::from_result`.
+    /// [`crate::QueueGrant::from_result`].
     ///
     /// # Errors
     ///

@@ -291,7 +291,7 @@ impl SubmissionEntry {
 /// One 16-byte completion queue entry (`struct nvme_completion`), little-endian fields.
 ///
 /// Every field comes from the device and is untrusted: the completion ring
-/// and the command-id table validate it.
+/// ([`crate::CompletionQueue`]) and the command-id table ([`crate::CidTable`]) validate it.
 ///
 /// # Examples
 ///

@@ -9,19 +9,66 @@
 //! user-space tests. Every value that comes from the device (registers, completion entries,
 //! Identify data) is validated before it is used; invalid values are typed errors, never panics.
 //!
-//! # Building commands
+//! # How the kernel driver uses it
+//!
+//! - **Bring-up** (probe, reset): implement [`Registers`] over BAR0, run [`Enable`] with the
+//!   admin queue's bus addresses, sleeping as told: `loop { match en.poll(&regs, now_ms)? {
+//!   Poll::Wait(ms) => msleep(ms), Poll::Done => break } }`. [`Disable`] and [`ShutdownSeq`]
+//!   work the same way. Doorbell offsets come from [`Doorbells`], checked against the BAR.
+//! - **Admin commands**: build them with [`SubmissionEntry::identify`],
+//!   [`SubmissionEntry::set_num_queues`], [`SubmissionEntry::create_cq`], ...; parse the
+//!   results with [`IdentifyController`], [`IdentifyNamespace`], [`active_namespaces`],
+//!   [`QueueGrant`] and plan the I/O queues with [`QueuePlan`].
+//! - **I/O** (`queue_rq`): get a command id for the request's tag from [`CidTable::start`],
+//!   build the data pointer from the mapped segments ([`build_prps`], [`build_sgl`]) and the
+//!   command ([`SubmissionEntry::read`], [`SubmissionEntry::write`], ...), [`SubmissionQueue::push`]
+//!   it, and on `bd->last` write [`SubmissionQueue::commit`]'s value to the tail doorbell.
+//! - **Completion** (IRQ handler or poll): drain [`CompletionQueue::next`]; for each valid
+//!   entry feed `sq_head` to [`SubmissionQueue::update_head`], resolve the command id with
+//!   [`CidTable::complete`] (an error means: log rate-limited, ignore the entry) and end the
+//!   request with [`BlkStatus::from_nvme`]; finally write [`CompletionQueue::doorbell`]'s value.
 //!
 //! ```
-//! use nvme::{BlkStatus, CompletionEntry, DataPointer, Status, SubmissionEntry};
-//! // A 4 KiB read of LBA 8 (512-byte blocks) of namespace 1 into one controller page.
-//! let mut cmd = SubmissionEntry::read(1, 8, 8, DataPointer::prp(0x1234_5000, 0))?;
-//! cmd.set_cid(7);
-//! let wire: [u8; 64] = cmd.to_bytes();           // what the submission queue slot holds
-//! assert_eq!(wire[0], 0x02);
-//! // The device's answer: success, phase 1.
-//! let cqe = CompletionEntry::new(0, 1, 1, 7, 1);
-//! assert_eq!(BlkStatus::from_nvme(cqe.status()), BlkStatus::Ok);
-//! # Ok::<(), nvme::CmdError>(())
+//! use nvme::*;
+//!
+//! // Queue memory as the kernel glue provides it (DMA-coherent there, plain memory here).
+//! struct Sq(Vec<SubmissionEntry>);
+//! impl SubmissionMemory for Sq {
+//!     fn write_entry(&mut self, i: u16, e: &SubmissionEntry) {
+//!         if let Some(s) = self.0.get_mut(usize::from(i)) { *s = *e; }
+//!     }
+//! }
+//! struct Cq(Vec<CompletionEntry>);
+//! impl CompletionMemory for Cq {
+//!     fn read_status(&self, i: u16) -> u16 { self.0.get(usize::from(i)).map_or(0, |e| e.raw_status()) }
+//!     fn read_entry(&self, i: u16) -> CompletionEntry { self.0.get(usize::from(i)).copied().unwrap_or_default() }
+//! }
+//! let (mut sqm, mut cqm) = (Sq(vec![SubmissionEntry::default(); 64]), Cq(vec![CompletionEntry::default(); 64]));
+//! let mut sq = SubmissionQueue::new(1, 64).unwrap();
+//! let mut cq = CompletionQueue::new(1, 64, 1, 64).unwrap();
+//! let mut cids = CidTable::<64>::new(63).unwrap();
+//!
+//! // queue_rq for blk-mq tag 5: a 4 KiB read of LBA 8 (512-byte blocks) of namespace 1.
+//! let prps = build_prps(&[DmaSegment::new(0x1234_5000, 4096)], &mut PrpLists::new(&mut [], &[]).unwrap()).unwrap();
+//! let mut cmd = SubmissionEntry::read(1, 8, 8, prps.into()).unwrap();
+//! cmd.set_cid(cids.start(5).unwrap());
+//! sq.push(&mut sqm, &cmd).unwrap();
+//! assert_eq!(sq.commit(), Some(1));                 // writel(1, SQ 1 tail doorbell)
+//!
+//! // The device posts a success completion (phase 1) for it, and a duplicate of it.
+//! cqm.0[0] = CompletionEntry::new(0, 1, 1, cmd.cid(), 1);
+//! cqm.0[1] = cqm.0[0];
+//! let mut ended = Vec::new();
+//! while let Some(r) = cq.next(&cqm) {
+//!     let Ok(c) = r else { continue };              // log and ignore
+//!     let _ = sq.update_head(c.sq_head);
+//!     match cids.complete(c.cid) {
+//!         Ok(tag) => ended.push((tag, BlkStatus::from_nvme(c.status))),
+//!         Err(e) => assert_eq!(e, CidError::NotInFlight { tag: 5 }),   // the duplicate
+//!     }
+//! }
+//! assert_eq!(ended, [(5, BlkStatus::Ok)]);
+//! assert_eq!(cq.doorbell(), Some(2));               // writel(2, CQ 1 head doorbell)
 //! ```
 #![cfg_attr(not(kbuild), no_std)]
 #![forbid(unsafe_code)]
@@ -31,26 +78,41 @@ extern crate std;
 
 mod admin;
 mod blk_status;
+mod cid;
 mod cmd;
+mod cq;
 mod dma_tag;
 mod dptr;
+mod identify_ctrl;
+mod identify_ns;
+mod init;
 mod io;
 mod limits;
 mod prp;
+mod queues;
 mod reg_values;
 mod regs;
 mod sgl;
+mod shutdown;
+mod sq;
 mod status;
 #[cfg(test)]
 mod tests;
 
 pub use admin::{opcode, CmdError, Cns, FEAT_NUM_QUEUES, FEAT_VOLATILE_WC, MAX_QUEUE_ENTRIES};
 pub use blk_status::BlkStatus;
+pub use cid::{make_cid, split_cid, CidError, CidTable, CID_TAG_BITS, MAX_TAGS};
 pub use cmd::{CompletionEntry, DataPointer, SubmissionEntry, CQE_SIZE, SQE_SIZE};
+pub use cq::{Completion, CompletionMemory, CompletionQueue, CqError};
 pub use dma_tag::{
     build_prps_from_tag, build_sgl_from_tag, tag_segments, DmaPageTable, PremappedPages, TagRange,
 };
 pub use dptr::{DmaSegment, DptrError, NVME_CTRL_PAGE_SHIFT, NVME_CTRL_PAGE_SIZE};
+pub use identify_ctrl::{IdentifyController, IdentifyError, IDENTIFY_SIZE};
+pub use identify_ns::{
+    active_namespaces, IdentifyNamespace, MAX_LBADS, MIN_LBADS, NS_LIST_ENTRIES,
+};
+pub use init::{AdminQueue, Disable, Enable, InitError, Phase, Poll, POLL_INTERVAL_MS};
 pub use io::{
     io_opcode, DsmRange, DSM_AD, DSM_MAX_RANGES, MAX_BLOCKS_PER_COMMAND, RW_FUA, WZ_DEAC,
 };
@@ -59,6 +121,7 @@ pub use prp::{
     build_prps, plan_prps, PrpListPage, PrpLists, PrpPlan, PrpPool, Prps, PRPS_PER_PAGE,
     PRP_SMALL_POOL_ENTRIES,
 };
+pub use queues::{QueueGrant, QueuePlan, QueuePlanError};
 pub use reg_values::{Aqa, Cap, Cc, Csts, Shutdown, ShutdownStatus};
 pub use regs::{
     DoorbellError, Doorbells, Registers, REG_ACQ, REG_AQA, REG_ASQ, REG_CAP, REG_CC, REG_CSTS,
@@ -68,4 +131,8 @@ pub use sgl::{
     build_sgl, Sgl, SglDescriptor, SglKind, SglPolicy, SglPool, SGES_PER_PAGE,
     SGL_SMALL_POOL_ENTRIES, SGL_THRESHOLD_DEFAULT,
 };
+pub use shutdown::{
+    shutdown_timeout_ms, ShutdownSeq, SHUTDOWN_TIMEOUT_DEFAULT_MS, SHUTDOWN_TIMEOUT_MAX_MS,
+};
+pub use sq::{SqError, SubmissionMemory, SubmissionQueue};
 pub use status::{Status, StatusCodeType};
