@@ -9,6 +9,9 @@
 
 use bvec::{Bvec, BvecIter, Page, Segments};
 
+use bvec::PAGE_SIZE;
+
+use crate::limits::DiscardCut;
 use crate::{
     count_phys_segments, split_rw_at, BioError, Op, QueueLimits, SplitPoint, SECTOR_SHIFT,
 };
@@ -24,8 +27,10 @@ enum Payload<'a, P: Page> {
 
 /// A block I/O: an [`Op`], a start sector and (for reads and writes) a window on a vec table.
 ///
-/// `Bio` is `Copy`: a copy is a clone sharing the table (`bio_alloc_clone`). Pieces made by
-/// [`Bio::split`] share it too.
+/// `Bio` is `Copy`: a copy stands for the same `struct bio` (or a clone of it made by
+/// `bio_alloc_clone`) sharing the table. Pieces made by [`Bio::split`] share it too; the front
+/// piece is a clone and, like the kernel's, counts no vec-table entries of its own
+/// ([`Bio::vcnt`] is 0).
 ///
 /// # Invariants
 ///
@@ -50,6 +55,8 @@ enum Payload<'a, P: Page> {
 pub struct Bio<'a, P: Page> {
     op: Op,
     payload: Payload<'a, P>,
+    /// Made by [`Bio::split`] (`bio_alloc_clone`): `bi_vcnt` is 0.
+    cloned: bool,
 }
 
 impl<'a, P: Page> Bio<'a, P> {
@@ -80,6 +87,7 @@ impl<'a, P: Page> Bio<'a, P> {
         Ok(Self {
             op,
             payload: Payload::Vecs(iter),
+            cloned: false,
         })
     }
 
@@ -126,6 +134,7 @@ impl<'a, P: Page> Bio<'a, P> {
         Self {
             op: Op::Flush,
             payload: Payload::Range { sector: 0, size: 0 },
+            cloned: false,
         }
     }
 
@@ -150,6 +159,7 @@ impl<'a, P: Page> Bio<'a, P> {
             Op::Discard | Op::WriteZeroes => Ok(Self {
                 op,
                 payload: Payload::Range { sector, size },
+                cloned: false,
             }),
             _ => Err(BioError::WrongOp { op }),
         }
@@ -194,6 +204,60 @@ impl<'a, P: Page> Bio<'a, P> {
         match &self.payload {
             Payload::Vecs(it) => it.table(),
             Payload::Range { .. } => &[],
+        }
+    }
+
+    /// Vec-table entries the bio counts as its own (`bi_vcnt`): the table length, or 0 for the
+    /// front piece of a [`Bio::split`] (a clone) and for operations without data.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{Bio, Op};
+    /// use bvec::{Bvec, Pfn};
+    /// let table = [Bvec::new(Pfn(2), 0, 4096)?, Bvec::new(Pfn(5), 0, 4096)?];
+    /// let mut bio = Bio::from_table(Op::Read, 0, &table, 8192)?;
+    /// let front = bio.split(4096)?;
+    /// assert_eq!((bio.vcnt(), front.vcnt()), (2, 0));
+    /// assert_eq!(Bio::<Pfn>::flush().vcnt(), 0);
+    /// # Ok::<(), bio::BioError>(())
+    /// ```
+    pub fn vcnt(&self) -> usize {
+        if self.cloned {
+            0
+        } else {
+            self.table().len()
+        }
+    }
+
+    /// Whether splitting to limits has to look at this read or write at all
+    /// (`bio_may_need_split`, block/blk.h in 6.12): a bio that counts exactly one vec-table entry
+    /// lying inside one page, on a queue without `chunk_sectors`, is sent whole as one segment,
+    /// whatever the other limits say.
+    ///
+    /// Later kernels also require the entry to fit `max_fast_segment_size`; 6.12 does not.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::{Bio, LimitsConfig, Op, QueueLimits};
+    /// use bvec::{Bvec, Pfn};
+    /// let lim = QueueLimits::new(&LimitsConfig::default())?;
+    /// let one = [Bvec::new(Pfn(2), 0, 4096).unwrap()];
+    /// let across = [Bvec::new(Pfn(2), 512, 4096).unwrap()];
+    /// assert!(!Bio::from_table(Op::Read, 0, &one, 4096).unwrap().may_need_split(&lim));
+    /// assert!(Bio::from_table(Op::Read, 0, &across, 4096).unwrap().may_need_split(&lim));
+    /// let chunked = QueueLimits::new(&LimitsConfig { chunk_sectors: 64, ..LimitsConfig::default() })?;
+    /// assert!(Bio::from_table(Op::Read, 0, &one, 4096).unwrap().may_need_split(&chunked));
+    /// # Ok::<(), bio::LimitsError>(())
+    /// ```
+    pub fn may_need_split(&self, lim: &QueueLimits) -> bool {
+        if lim.chunk_sectors() != 0 || self.vcnt() != 1 {
+            return true;
+        }
+        match self.table().first() {
+            Some(bv) => bv.end() as usize > PAGE_SIZE,
+            None => true,
         }
     }
 
@@ -359,6 +423,9 @@ impl<'a, P: Page> Bio<'a, P> {
         let mut front = *self;
         front.truncate(bytes)?;
         self.advance(bytes)?;
+        // INVARIANT: the front is a clone (`bio_alloc_clone`): it shares the table but counts no
+        // entries of its own.
+        front.cloned = true;
         Ok(front)
     }
 
@@ -398,62 +465,79 @@ impl<'a, P: Page> Bio<'a, P> {
 
     /// Where this bio must be split to fit `lim` (`__bio_split_to_limits` without the split).
     ///
-    /// Reads and writes use [`split_rw_at`] with the largest I/O allowed at this sector
-    /// ([`QueueLimits::max_io_bytes`]). Discard and write-zeroes are cut at their sector limit and
-    /// at chunk boundaries, aligned to the logical block size (discard granularity is not
-    /// modelled); a discard is one segment, a write-zeroes none. A flush never splits.
+    /// - Reads and writes: whole as one segment when [`Self::may_need_split`] says no, else
+    ///   [`split_rw_at`] with the largest I/O allowed at this sector
+    ///   ([`QueueLimits::max_io_bytes`], `bio_split_rw`).
+    /// - Discards (`bio_split_discard`): cut at `max_discard_sectors` rounded down to the discard
+    ///   granularity, then so that the next piece starts on a granule; `chunk_sectors` and the
+    ///   physical block size play no part. One segment.
+    /// - Write-zeroes (`bio_split_write_zeroes`): cut where `get_max_io_size` with
+    ///   `max_write_zeroes_sectors` says (chunk boundary, physical-block end). No segments.
+    /// - A flush never splits.
     ///
     /// # Errors
     ///
-    /// [`BioError::Unaligned`] for a bio that is not logical-block aligned,
-    /// [`BioError::CannotSplit`] when no valid front exists, [`BioError::Unsupported`] for a
-    /// discard or write-zeroes the queue does not support.
+    /// [`BioError::Unaligned`] for a bio that is not logical-block aligned (`bio_unaligned`),
+    /// [`BioError::Unsupported`] for a discard or write-zeroes the queue does not support (the
+    /// kernel's `submit_bio_noacct` fails those), [`BioError::CannotSplit`] when no valid front
+    /// exists (the kernel sends such a bio whole, over the limits).
     ///
     /// # Examples
     ///
     /// ```
-    /// use bio::{Bio, Op, QueueLimits, SplitPoint};
+    /// use bio::{Bio, LimitsConfig, Op, QueueLimits, SplitPoint};
     /// use bvec::{Bvec, Pfn};
-    /// let lim = QueueLimits::nvme(512, 0, 0).unwrap();
+    /// let lim = QueueLimits::new(&LimitsConfig { virt_boundary_mask: 4095, max_discard_sectors: u32::MAX, ..LimitsConfig::default() }).unwrap();
     /// // A half page, then a page elsewhere: the virtual boundary forces a split after 2048 bytes.
     /// let table = [Bvec::new(Pfn(2), 0, 2048)?, Bvec::new(Pfn(9), 0, 4096)?];
     /// let bio = Bio::from_table(Op::Write, 0, &table, 6144)?;
     /// assert_eq!(bio.split_point(&lim), Ok(SplitPoint::Front { bytes: 2048, nsegs: 1 }));
     /// let d = Bio::<Pfn>::range(Op::Discard, 0, 1 << 30)?;
     /// assert_eq!(d.split_point(&lim), Ok(SplitPoint::Whole { nsegs: 1 }));
+    /// // Discards ignore chunk_sectors.
+    /// let chunked = QueueLimits::new(&LimitsConfig { chunk_sectors: 256, max_discard_sectors: 1024, ..LimitsConfig::default() }).unwrap();
+    /// let d = Bio::<Pfn>::range(Op::Discard, 0, 2048 * 512)?;
+    /// assert_eq!(d.split_point(&chunked), Ok(SplitPoint::Front { bytes: 1024 * 512, nsegs: 1 }));
     /// # Ok::<(), bio::BioError>(())
     /// ```
     pub fn split_point(&self, lim: &QueueLimits) -> Result<SplitPoint, BioError> {
         self.check_aligned(lim)?;
-        let (max_sectors, nsegs) = match self.op {
-            Op::Read | Op::Write => {
-                return split_rw_at(self.segments(), lim, lim.max_io_bytes(self.sector()))
-            }
-            Op::Flush => return Ok(SplitPoint::Whole { nsegs: 0 }),
-            Op::Discard => (lim.max_discard_sectors(), 1),
-            Op::WriteZeroes => (lim.max_write_zeroes_sectors(), 0),
+        let sectors = self.size() >> SECTOR_SHIFT;
+        let cannot = || BioError::CannotSplit {
+            fitted: 0,
+            logical_block_size: lim.logical_block_size(),
         };
-        if max_sectors == 0 {
-            return Err(BioError::Unsupported { op: self.op });
+        match self.op {
+            Op::Read | Op::Write if !self.may_need_split(lim) => Ok(SplitPoint::Whole { nsegs: 1 }),
+            Op::Read | Op::Write => {
+                split_rw_at(self.segments(), lim, lim.max_io_bytes(self.sector()))
+            }
+            Op::Flush => Ok(SplitPoint::Whole { nsegs: 0 }),
+            Op::Discard if lim.max_discard_sectors() == 0 => {
+                Err(BioError::Unsupported { op: self.op })
+            }
+            Op::Discard => match lim.discard_cut(self.sector(), sectors) {
+                DiscardCut::Whole => Ok(SplitPoint::Whole { nsegs: 1 }),
+                // front < sectors <= u32::MAX >> 9, so the shift fits.
+                DiscardCut::Front(front) => Ok(SplitPoint::Front {
+                    bytes: front << SECTOR_SHIFT,
+                    nsegs: 1,
+                }),
+                DiscardCut::Impossible => Err(cannot()),
+            },
+            Op::WriteZeroes if lim.max_write_zeroes_sectors() == 0 => {
+                Err(BioError::Unsupported { op: self.op })
+            }
+            Op::WriteZeroes => match lim.max_write_zeroes_io_sectors(self.sector()) {
+                max if sectors <= max => Ok(SplitPoint::Whole { nsegs: 0 }),
+                0 => Err(cannot()),
+                // max < sectors <= u32::MAX >> 9, so the shift fits.
+                max => Ok(SplitPoint::Front {
+                    bytes: max << SECTOR_SHIFT,
+                    nsegs: 0,
+                }),
+            },
         }
-        let left = lim.chunk_sectors_left(self.sector());
-        let max = max_sectors.min(left);
-        let lbs_sectors = lim.logical_block_size() >> SECTOR_SHIFT;
-        // max_sectors <= BIO_MAX_SECTORS, so the shift fits in u32.
-        let max_bytes = crate::limits::round_down(max, lbs_sectors) << SECTOR_SHIFT;
-        if self.size() <= max_bytes {
-            return Ok(SplitPoint::Whole { nsegs });
-        }
-        if max_bytes == 0 {
-            return Err(BioError::CannotSplit {
-                fitted: 0,
-                logical_block_size: lim.logical_block_size(),
-            });
-        }
-        Ok(SplitPoint::Front {
-            bytes: max_bytes,
-            nsegs,
-        })
     }
 
     /// Splits off the largest front piece that fits `lim` and returns it with its number of

@@ -17,20 +17,21 @@ use crate::Op;
 pub enum LimitsError {
     /// The logical block size is not a power of two in `512..=PAGE_SIZE`.
     LogicalBlockSize(u32),
-    /// The physical block size is not a power of two, or is smaller than the logical block size.
+    /// The physical block size is not a power of two (the kernel accepts it; one smaller than the
+    /// logical block size is raised to it, as the kernel does).
     PhysicalBlockSize(u32),
-    /// A sector limit is below one page or above `u32::MAX >> 9` (so that bytes fit in `u32`).
+    /// `max_hw_sectors` or `max_user_sectors` is below one page.
     MaxSectors(u32),
     /// The segment boundary mask is below `PAGE_SIZE - 1` or not of the form `2^n - 1`.
     SegBoundaryMask(u64),
-    /// The virtual boundary mask is not of the form `2^n - 1` below `PAGE_SIZE`.
+    /// The virtual boundary mask is not of the form `2^n - 1` below `PAGE_SIZE` (the kernel does
+    /// not check it).
     VirtBoundaryMask(u32),
-    /// The maximum segment size is below `PAGE_SIZE`, or not `u32::MAX` with a virtual boundary.
+    /// The maximum segment size is below `PAGE_SIZE` (the kernel does not check it when there is
+    /// a virtual boundary).
     MaxSegmentSize(u32),
-    /// The DMA alignment mask is not of the form `2^n - 1`.
+    /// The DMA alignment is above `PAGE_SIZE`.
     DmaAlignment(u32),
-    /// The chunk size (in sectors) is not a multiple of the logical block size.
-    ChunkSectors(u32),
 }
 
 impl fmt::Display for LimitsError {
@@ -43,7 +44,6 @@ impl fmt::Display for LimitsError {
             Self::VirtBoundaryMask(v) => write!(f, "invalid virtual boundary mask {v:#x}"),
             Self::MaxSegmentSize(v) => write!(f, "invalid maximum segment size {v}"),
             Self::DmaAlignment(v) => write!(f, "invalid DMA alignment mask {v:#x}"),
-            Self::ChunkSectors(v) => write!(f, "invalid chunk size of {v} sectors"),
         }
     }
 }

@@ -10,6 +10,10 @@ use bvec::PAGE_SIZE;
 
 use crate::LimitsError;
 
+mod max_io;
+
+pub(crate) use max_io::DiscardCut;
+
 /// log2 of the block layer's sector size.
 pub const SECTOR_SHIFT: u32 = 9;
 /// The block layer's sector size (512 bytes), the unit of `bi_sector` and of the sector limits.
@@ -44,11 +48,16 @@ pub const BIO_MAX_SECTORS: u32 = u32::MAX >> SECTOR_SHIFT;
 pub struct LimitsConfig {
     /// Logical block size in bytes (default 512).
     pub logical_block_size: u32,
-    /// Physical block size in bytes (default: the logical block size).
+    /// Physical block size in bytes (default, and at least: the logical block size).
     pub physical_block_size: u32,
+    /// Minimum I/O size in bytes (default, and at least: the physical block size).
+    pub io_min: u32,
+    /// Optimal I/O size in bytes (default 0: none; rounded down to the physical block size).
+    pub io_opt: u32,
     /// Hardware transfer limit in sectors (default 255).
     pub max_hw_sectors: u32,
-    /// Administrator limit in sectors (default: none, which caps at 2560).
+    /// Administrator limit in sectors (default: none, which caps at 2560, or at `io_opt` or
+    /// `io_min` when they are larger).
     pub max_user_sectors: u32,
     /// Maximum number of physical segments per request (default 128).
     pub max_segments: u16,
@@ -59,12 +68,18 @@ pub struct LimitsConfig {
     /// Segments other than the first start, and other than the last end, at a multiple of
     /// `mask + 1` (default 0: no constraint).
     pub virt_boundary_mask: u32,
-    /// Required alignment mask of buffer addresses (default 511).
+    /// Alignment mask of buffer addresses and lengths (default 511, at most `PAGE_SIZE`).
     pub dma_alignment: u32,
-    /// Requests never cross a multiple of this many sectors (default 0: no chunking).
+    /// Reads, writes and write-zeroes never cross a multiple of this many sectors (default 0: no
+    /// chunking). Discards ignore it, as the kernel's do.
     pub chunk_sectors: u32,
     /// Largest discard in sectors (default 0: discard unsupported).
     pub max_discard_sectors: u32,
+    /// Preferred discard granularity in bytes (raised to the physical block size when discard is
+    /// supported; 0 when it is not).
+    pub discard_granularity: u32,
+    /// Offset in bytes of the first aligned discard granule (default 0).
+    pub discard_alignment: u32,
     /// Largest write-zeroes in sectors (default 0: write-zeroes unsupported).
     pub max_write_zeroes_sectors: u32,
 }
@@ -74,20 +89,26 @@ pub struct LimitsConfig {
 /// # Invariants
 ///
 /// - `logical_block_size` is a power of two in `512..=PAGE_SIZE`; `physical_block_size` is a power
-///   of two `>= logical_block_size`.
-/// - `PAGE_SIZE / 512 <= max_sectors <= max_hw_sectors <= BIO_MAX_SECTORS`, both multiples of the
-///   logical block size in sectors, so `max_sectors << 9` fits in `u32`.
+///   of two `>= logical_block_size`; `io_min >= physical_block_size`; `io_opt` is a multiple of
+///   `physical_block_size`.
+/// - `PAGE_SIZE / 512 <= max_sectors <= max_hw_sectors`, both multiples of the logical block size
+///   in sectors (they may exceed what fits a bio: byte conversions clamp, see
+///   [`QueueLimits::max_io_bytes`]).
 /// - `max_segments >= 1`; `max_segment_size >= PAGE_SIZE`.
 /// - `seg_boundary_mask` is `2^n - 1 >= PAGE_SIZE - 1`; `virt_boundary_mask` is 0 or `2^n - 1 <
-///   PAGE_SIZE`, and when it is non-zero `max_segment_size == u32::MAX`.
-/// - `dma_alignment` is `2^n - 1`; `chunk_sectors` is 0 or a multiple of the logical block size
-///   in sectors.
-/// - `max_discard_sectors` and `max_write_zeroes_sectors` are 0 (unsupported) or multiples of the
-///   logical block size in sectors, at most `BIO_MAX_SECTORS`.
+///   PAGE_SIZE`.
+/// - `1 <= dma_alignment <= PAGE_SIZE` (used as an AND mask, as the kernel does).
+/// - `discard_granularity` is 0 exactly when `max_discard_sectors` is 0, and otherwise at least
+///   `physical_block_size`.
+///
+/// `chunk_sectors`, `discard_alignment`, `max_discard_sectors` and `max_write_zeroes_sectors` may
+/// hold any value, as in the kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QueueLimits {
     logical_block_size: u32,
     physical_block_size: u32,
+    io_min: u32,
+    io_opt: u32,
     max_hw_sectors: u32,
     max_sectors: u32,
     max_segments: u16,
@@ -97,6 +118,8 @@ pub struct QueueLimits {
     dma_alignment: u32,
     chunk_sectors: u32,
     max_discard_sectors: u32,
+    discard_granularity: u32,
+    discard_alignment: u32,
     max_write_zeroes_sectors: u32,
 }
 
@@ -106,11 +129,15 @@ const fn is_low_mask(v: u64) -> bool {
 }
 
 impl QueueLimits {
-    /// Validates `cfg` and fills in defaults, like `blk_validate_limits`.
+    /// Validates `cfg` and fills in defaults, like `blk_validate_limits` (block/blk-settings.c)
+    /// for the fields modelled here, in the kernel's order.
     ///
-    /// Unlike the kernel, a physical block size below the logical one, a boundary mask that is not
-    /// `2^n - 1`, and a chunk size that is not a whole number of logical blocks are refused rather
-    /// than silently adjusted or accepted.
+    /// Accepted and refused exactly as the kernel does, except for three values the kernel
+    /// accepts but that no block-size or boundary rule can mean, which are refused (listed in
+    /// `docs/DEVIATIONS.md`): a physical block size that is not a power of two, a segment
+    /// boundary mask or a virtual boundary mask that is not `2^n - 1` (or, for the virtual
+    /// boundary, not below `PAGE_SIZE`), and a maximum segment size below `PAGE_SIZE` together
+    /// with a virtual boundary.
     ///
     /// # Errors
     ///
@@ -125,8 +152,14 @@ impl QueueLimits {
     /// assert_eq!(d.dma_alignment(), 511);
     /// let bad = LimitsConfig { logical_block_size: 1000, ..LimitsConfig::default() };
     /// assert_eq!(QueueLimits::new(&bad), Err(LimitsError::LogicalBlockSize(1000)));
-    /// let bad = LimitsConfig { virt_boundary_mask: 4095, max_segment_size: 65536, ..LimitsConfig::default() };
-    /// assert_eq!(QueueLimits::new(&bad), Err(LimitsError::MaxSegmentSize(65536)));
+    /// // The kernel accepts any DMA alignment up to PAGE_SIZE, and nothing above it.
+    /// let ok = LimitsConfig { dma_alignment: 6, ..LimitsConfig::default() };
+    /// assert_eq!(QueueLimits::new(&ok)?.dma_alignment(), 6);
+    /// let bad = LimitsConfig { dma_alignment: 0xffff, ..LimitsConfig::default() };
+    /// assert_eq!(QueueLimits::new(&bad), Err(LimitsError::DmaAlignment(0xffff)));
+    /// // A physical block smaller than the logical one is raised to it.
+    /// let l = QueueLimits::new(&LimitsConfig { logical_block_size: 4096, physical_block_size: 512, ..LimitsConfig::default() })?;
+    /// assert_eq!((l.physical_block_size(), l.io_min()), (4096, 4096));
     /// # Ok::<(), LimitsError>(())
     /// ```
     pub fn new(cfg: &LimitsConfig) -> Result<Self, LimitsError> {
@@ -136,58 +169,62 @@ impl QueueLimits {
             v => return Err(LimitsError::LogicalBlockSize(v)),
         };
         let pbs = match cfg.physical_block_size {
-            0 => lbs,
-            v if v.is_power_of_two() && v >= lbs => v,
+            v if v < lbs => lbs,
+            v if v.is_power_of_two() => v,
             v => return Err(LimitsError::PhysicalBlockSize(v)),
         };
+        let io_min = if cfg.io_min < pbs { pbs } else { cfg.io_min };
+        let io_opt = round_down(cfg.io_opt, pbs);
         let lbs_sectors = lbs >> SECTOR_SHIFT;
-        let check_sectors = |v: u32| {
-            if (PAGE_SECTORS..=BIO_MAX_SECTORS).contains(&v) {
-                Ok(v)
-            } else {
-                Err(LimitsError::MaxSectors(v))
-            }
-        };
         let max_hw = match cfg.max_hw_sectors {
             0 => BLK_SAFE_MAX_SECTORS,
-            v => check_sectors(v)?,
+            v if v < PAGE_SECTORS => return Err(LimitsError::MaxSectors(v)),
+            v => v,
         };
+        // lbs_sectors <= PAGE_SECTORS <= max_hw, so the kernel's second check cannot fail.
         let max_hw = round_down(max_hw, lbs_sectors);
-        let cap = match cfg.max_user_sectors {
+        let cap_bytes = BLK_DEF_MAX_SECTORS_CAP << SECTOR_SHIFT;
+        let max_sectors = match cfg.max_user_sectors {
+            0 if io_opt > cap_bytes => io_opt >> SECTOR_SHIFT,
+            0 if io_min > cap_bytes => io_min >> SECTOR_SHIFT,
             0 => BLK_DEF_MAX_SECTORS_CAP,
-            v => check_sectors(v)?,
+            v if v < PAGE_SECTORS => return Err(LimitsError::MaxSectors(v)),
+            v => v,
         };
-        let max_sectors = round_down(if cap < max_hw { cap } else { max_hw }, lbs_sectors);
-        let vbm = cfg.virt_boundary_mask;
-        if !is_low_mask(u64::from(vbm)) || vbm as usize >= PAGE_SIZE {
-            return Err(LimitsError::VirtBoundaryMask(vbm));
-        }
-        let max_segment_size = match (vbm, cfg.max_segment_size) {
-            (0, 0) => BLK_MAX_SEGMENT_SIZE,
-            (0, v) if v as usize >= PAGE_SIZE => v,
-            (_, 0 | u32::MAX) if vbm != 0 => u32::MAX,
-            (_, v) => return Err(LimitsError::MaxSegmentSize(v)),
+        let max_sectors = round_down(max_sectors.min(max_hw), lbs_sectors);
+        let max_discard_sectors = cfg.max_discard_sectors;
+        let discard_granularity = match max_discard_sectors {
+            0 => 0,
+            _ => cfg.discard_granularity.max(pbs),
         };
         let sbm = match cfg.seg_boundary_mask {
             0 => BLK_SEG_BOUNDARY_MASK,
             v if is_low_mask(v) && v >= PAGE_SIZE as u64 - 1 => v,
             v => return Err(LimitsError::SegBoundaryMask(v)),
         };
+        let vbm = cfg.virt_boundary_mask;
+        if !is_low_mask(u64::from(vbm)) || vbm as usize >= PAGE_SIZE {
+            return Err(LimitsError::VirtBoundaryMask(vbm));
+        }
+        let max_segment_size = match (vbm, cfg.max_segment_size) {
+            (0, 0) => BLK_MAX_SEGMENT_SIZE,
+            (_, 0) => u32::MAX,
+            (_, v) if v as usize >= PAGE_SIZE => v,
+            (_, v) => return Err(LimitsError::MaxSegmentSize(v)),
+        };
         let dma_alignment = match cfg.dma_alignment {
             0 => SECTOR_SIZE - 1,
-            v if is_low_mask(u64::from(v)) => v,
+            v if v as usize <= PAGE_SIZE => v,
             v => return Err(LimitsError::DmaAlignment(v)),
         };
-        if cfg.chunk_sectors % lbs_sectors != 0 {
-            return Err(LimitsError::ChunkSectors(cfg.chunk_sectors));
-        }
-        // Sizes above BIO_MAX_SECTORS are clamped (the kernel's UINT_MAX means "no limit").
-        let clamp_special = |v: u32| round_down(v.min(BIO_MAX_SECTORS), lbs_sectors);
         // INVARIANT: every field was checked or defaulted above; the roundings keep the sector
-        // limits >= PAGE_SECTORS because lbs_sectors <= PAGE_SECTORS divides PAGE_SECTORS.
+        // limits >= PAGE_SECTORS because lbs_sectors <= PAGE_SECTORS divides PAGE_SECTORS, and
+        // max_sectors was taken as a minimum with max_hw (both multiples of lbs_sectors).
         Ok(Self {
             logical_block_size: lbs,
             physical_block_size: pbs,
+            io_min,
+            io_opt,
             max_hw_sectors: max_hw,
             max_sectors,
             max_segments: if cfg.max_segments == 0 {
@@ -200,8 +237,10 @@ impl QueueLimits {
             virt_boundary_mask: vbm,
             dma_alignment,
             chunk_sectors: cfg.chunk_sectors,
-            max_discard_sectors: clamp_special(cfg.max_discard_sectors),
-            max_write_zeroes_sectors: clamp_special(cfg.max_write_zeroes_sectors),
+            max_discard_sectors,
+            discard_granularity,
+            discard_alignment: cfg.discard_alignment,
+            max_write_zeroes_sectors: cfg.max_write_zeroes_sectors,
         })
     }
 
@@ -212,6 +251,14 @@ impl QueueLimits {
     /// Physical block size in bytes: splits prefer to end on its multiples.
     pub const fn physical_block_size(&self) -> u32 {
         self.physical_block_size
+    }
+    /// Minimum I/O size in bytes (at least the physical block size).
+    pub const fn io_min(&self) -> u32 {
+        self.io_min
+    }
+    /// Optimal I/O size in bytes (0: none).
+    pub const fn io_opt(&self) -> u32 {
+        self.io_opt
     }
     /// Hardware transfer limit in sectors.
     pub const fn max_hw_sectors(&self) -> u32 {
@@ -249,6 +296,14 @@ impl QueueLimits {
     pub const fn max_discard_sectors(&self) -> u32 {
         self.max_discard_sectors
     }
+    /// Discard granularity in bytes (0 when discard is unsupported).
+    pub const fn discard_granularity(&self) -> u32 {
+        self.discard_granularity
+    }
+    /// Offset in bytes of the first aligned discard granule.
+    pub const fn discard_alignment(&self) -> u32 {
+        self.discard_alignment
+    }
     /// Largest write-zeroes in sectors (0: unsupported).
     pub const fn max_write_zeroes_sectors(&self) -> u32 {
         self.max_write_zeroes_sectors
@@ -259,9 +314,10 @@ impl QueueLimits {
     /// # Examples
     ///
     /// ```
-    /// use bio::QueueLimits;
-    /// let l = QueueLimits::nvme(512, 0, 0)?;
-    /// let l = QueueLimits::new(&bio::LimitsConfig { max_write_zeroes_sectors: 0, ..l.config() })?;
+    /// use bio::{LimitsConfig, QueueLimits};
+    /// let l = QueueLimits::new(&LimitsConfig { io_opt: 2 << 20, max_write_zeroes_sectors: 64, ..LimitsConfig::default() })?;
+    /// assert_eq!(l.max_sectors(), 255); // io_opt raises the cap, max_hw_sectors still bounds it
+    /// let l = QueueLimits::new(&LimitsConfig { max_write_zeroes_sectors: 0, ..l.config() })?;
     /// assert_eq!(l.max_write_zeroes_sectors(), 0);
     /// assert_eq!(QueueLimits::new(&l.config()), Ok(l));
     /// # Ok::<(), bio::LimitsError>(())
@@ -270,6 +326,8 @@ impl QueueLimits {
         LimitsConfig {
             logical_block_size: self.logical_block_size,
             physical_block_size: self.physical_block_size,
+            io_min: self.io_min,
+            io_opt: self.io_opt,
             max_hw_sectors: self.max_hw_sectors,
             max_user_sectors: self.max_sectors,
             max_segments: self.max_segments,
@@ -279,77 +337,10 @@ impl QueueLimits {
             dma_alignment: self.dma_alignment,
             chunk_sectors: self.chunk_sectors,
             max_discard_sectors: self.max_discard_sectors,
+            discard_granularity: self.discard_granularity,
+            discard_alignment: self.discard_alignment,
             max_write_zeroes_sectors: self.max_write_zeroes_sectors,
         }
-    }
-
-    /// Distance in sectors from `sector` to the next chunk boundary, or `u32::MAX` without chunks
-    /// (`blk_boundary_sectors_left`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use bio::{LimitsConfig, QueueLimits};
-    /// let l = QueueLimits::new(&LimitsConfig { chunk_sectors: 256, ..LimitsConfig::default() })?;
-    /// assert_eq!((l.chunk_sectors_left(0), l.chunk_sectors_left(255), l.chunk_sectors_left(256)), (256, 1, 256));
-    /// assert_eq!(QueueLimits::new(&LimitsConfig::default())?.chunk_sectors_left(7), u32::MAX);
-    /// # Ok::<(), bio::LimitsError>(())
-    /// ```
-    pub fn chunk_sectors_left(&self, sector: u64) -> u32 {
-        if self.chunk_sectors == 0 {
-            return u32::MAX;
-        }
-        let chunk = u64::from(self.chunk_sectors);
-        // `left` is in 1..=chunk_sectors, so it fits in u32 (`checked_rem` only avoids a
-        // divide-by-zero panic path: the zero case returned above).
-        (chunk - sector.checked_rem(chunk).unwrap_or(0)) as u32
-    }
-
-    /// Largest read/write starting at `sector`, in sectors (`get_max_io_size`).
-    ///
-    /// `max_sectors`, clamped so that the request does not cross a chunk boundary, then shortened
-    /// so that it ends on a physical-block boundary when that leaves something; otherwise
-    /// rounded down to logical blocks (which may give 0 for a sector just before a chunk
-    /// boundary that is not logical-block aligned).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use bio::{LimitsConfig, QueueLimits};
-    /// let l = QueueLimits::new(&LimitsConfig {
-    ///     physical_block_size: 4096, max_hw_sectors: 64, max_user_sectors: 64, chunk_sectors: 128,
-    ///     ..LimitsConfig::default()
-    /// })?;
-    /// assert_eq!(l.max_io_sectors(0), 64);
-    /// assert_eq!(l.max_io_sectors(1), 63);   // ends at sector 64, a physical-block boundary
-    /// assert_eq!(l.max_io_sectors(100), 28); // chunk boundary at 128
-    /// assert_eq!(l.max_io_sectors(127), 1);  // one sector to the chunk boundary
-    /// # Ok::<(), bio::LimitsError>(())
-    /// ```
-    pub fn max_io_sectors(&self, sector: u64) -> u32 {
-        let max = self.max_sectors.min(self.chunk_sectors_left(sector));
-        let pbs = u64::from(self.physical_block_size >> SECTOR_SHIFT);
-        let start = sector & (pbs - 1);
-        let end = (start + u64::from(max)) & !(pbs - 1);
-        if end > start {
-            // end - start <= max, which is a u32.
-            (end - start) as u32
-        } else {
-            round_down(max, self.logical_block_size >> SECTOR_SHIFT)
-        }
-    }
-
-    /// [`Self::max_io_sectors`] in bytes (cannot overflow: `max_sectors <= BIO_MAX_SECTORS`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let l = bio::QueueLimits::nvme(512, 5, 0)?;     // 128 KiB
-    /// assert_eq!(l.max_io_bytes(0), 128 * 1024);
-    /// # Ok::<(), bio::LimitsError>(())
-    /// ```
-    pub fn max_io_bytes(&self, sector: u64) -> u32 {
-        self.max_io_sectors(sector) << SECTOR_SHIFT
     }
 
     /// Whether a buffer at `addr` satisfies the DMA alignment.
@@ -357,7 +348,8 @@ impl QueueLimits {
     /// # Examples
     ///
     /// ```
-    /// let l = bio::QueueLimits::nvme(512, 0, 0)?;     // mask 3
+    /// use bio::{LimitsConfig, QueueLimits};
+    /// let l = QueueLimits::new(&LimitsConfig { dma_alignment: 3, ..LimitsConfig::default() })?;
     /// assert!(l.dma_aligned(0x1004) && !l.dma_aligned(0x1002));
     /// # Ok::<(), bio::LimitsError>(())
     /// ```

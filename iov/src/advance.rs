@@ -3,10 +3,11 @@
 //! C header: [`include/linux/uio.h`](srctree/include/linux/uio.h)
 
 use core::cmp::min;
+use core::marker::PhantomData;
 
 use bvec::Page;
 
-use crate::iter::{Kind, MAX_RW_COUNT};
+use crate::iter::{IterType, Kind, MAX_RW_COUNT};
 use crate::segment::SegLen;
 use crate::{Direction, IovError, IovIter};
 
@@ -49,17 +50,52 @@ fn seg_revert<T: SegLen>(table: &[T], idx: &mut usize, off: &mut usize, unroll: 
     }
 }
 
-/// A snapshot of an iterator's position (`struct iov_iter_state`), plus the bytes consumed since
-/// construction so that the revert bound survives a restore.
+/// What a saved position is relative to: the kind and the segment table (address and length;
+/// the buffer address for UBUF).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IovState {
+struct Origin {
+    kind: IterType,
+    addr: usize,
+    len: usize,
+}
+
+/// A snapshot of an iterator's position (`struct iov_iter_state`), plus the bytes consumed since
+/// construction so that the revert bound survives a restore, and the table it is a position in.
+///
+/// The kernel's state is only three numbers, and `iov_iter_restore` trusts the caller to apply it
+/// to the iterator it came from. Here a state borrows (for `'a`) the table of the iterator it was
+/// saved from, so that table stays alive and unchanged while the state exists, and
+/// [`IovIter::restore`] accepts the state only for an iterator over that same table: the
+/// position then lies inside the table, `consumed` bytes after its start, as before.
+///
+/// # Examples
+///
+/// ```
+/// use iov::{IovError, IovIter, Kvec, Source};
+/// let a = [Kvec::new(0x1000, 100)];
+/// let b = [Kvec::new(0x2000, 20), Kvec::new(0x3000, 3)];
+/// let mut ia = IovIter::<bvec::Pfn, Source>::kvec(&a, 10)?;
+/// ia.advance(9);
+/// let s = ia.save_state();
+/// let mut ib = IovIter::<bvec::Pfn, Source>::kvec(&b, 20)?;
+/// assert_eq!(ib.restore(&s), Err(IovError::BadState)); // another iterator's table
+/// let mut clone = ia.clone();
+/// clone.advance(1);
+/// clone.restore(&s)?;                                   // same table: fine
+/// assert_eq!((clone.count(), clone.iov_offset()), (1, 9));
+/// # Ok::<(), IovError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IovState<'a> {
     iov_offset: usize,
     count: usize,
     nr_segs: usize,
     consumed: usize,
+    origin: Origin,
+    _table: PhantomData<&'a ()>,
 }
 
-impl IovState {
+impl IovState<'_> {
     /// The saved `iov_offset`.
     pub fn iov_offset(&self) -> usize {
         self.iov_offset
@@ -74,7 +110,24 @@ impl IovState {
     }
 }
 
-impl<P: Page, D: Direction> IovIter<'_, P, D> {
+impl<'a, P: Page, D: Direction> IovIter<'a, P, D> {
+    /// The kind and table this iterator's positions are relative to.
+    fn origin(&self) -> Origin {
+        let (addr, len) = match self.kind {
+            Kind::Ubuf { base } => (base, 0),
+            Kind::Iovec(t) => (t.as_ptr() as usize, t.len()),
+            Kind::Kvec(t) => (t.as_ptr() as usize, t.len()),
+            Kind::Bvec { table, .. } => (table.as_ptr() as usize, table.len()),
+            Kind::PageList(t) => (t.as_ptr() as usize, t.len()),
+            Kind::Discard => (0, 0),
+        };
+        Origin {
+            kind: self.iter_type(),
+            addr,
+            len,
+        }
+    }
+
     /// Moves `size` bytes on without touching memory (`iov_iter_advance`); `size` is clamped to
     /// the count.
     ///
@@ -223,13 +276,15 @@ impl<P: Page, D: Direction> IovIter<'_, P, D> {
         Ok(())
     }
 
-    /// Saves the position (`iov_iter_save_state`).
-    pub fn save_state(&self) -> IovState {
+    /// Saves the position (`iov_iter_save_state`); the state borrows this iterator's table.
+    pub fn save_state(&self) -> IovState<'a> {
         IovState {
             iov_offset: self.iov_offset,
             count: self.count,
             nr_segs: self.nr_segs(),
             consumed: self.consumed,
+            origin: self.origin(),
+            _table: PhantomData,
         }
     }
 
@@ -238,8 +293,10 @@ impl<P: Page, D: Direction> IovIter<'_, P, D> {
     /// # Errors
     ///
     /// [`IovError::RestoreUnsupported`] for page lists and DISCARD (the kernel WARNs and does
-    /// nothing); [`IovError::BadState`] for a state that does not fit this iterator. The
-    /// iterator is unchanged on error.
+    /// nothing); [`IovError::BadState`] for a state saved from an iterator over another table
+    /// (or another UBUF buffer), or whose count does not fit this iterator's construction count
+    /// (the kernel applies any state, and a foreign one leaves its segments holding fewer bytes
+    /// than `count`). The iterator is unchanged on error.
     ///
     /// # Examples
     ///
@@ -252,8 +309,16 @@ impl<P: Page, D: Direction> IovIter<'_, P, D> {
     /// assert_eq!((it.count(), it.nr_segs(), it.iov_offset()), (8, 2, 0));
     /// # Ok::<(), iov::IovError>(())
     /// ```
-    pub fn restore(&mut self, state: &IovState) -> Result<(), IovError> {
-        if state.consumed > self.capacity || state.count > self.capacity - state.consumed {
+    pub fn restore(&mut self, state: &IovState<'_>) -> Result<(), IovError> {
+        if matches!(self.kind, Kind::PageList(_) | Kind::Discard) {
+            return Err(IovError::RestoreUnsupported);
+        }
+        // Both tables are borrowed (the state's for its lifetime), so equal address, length and
+        // kind mean the same, unchanged, table: the saved position is valid in it.
+        if state.origin != self.origin()
+            || state.consumed > self.capacity
+            || state.count > self.capacity - state.consumed
+        {
             return Err(IovError::BadState);
         }
         let seg_ok = |len: usize| state.nr_segs <= len;
@@ -273,8 +338,9 @@ impl<P: Page, D: Direction> IovIter<'_, P, D> {
             Kind::Bvec { table, .. } => table.len(),
             _ => 1,
         };
-        // INVARIANT: count <= capacity - consumed was checked; the state came from this
-        // iterator, so (idx, iov_offset) lies `consumed` bytes after the start.
+        // INVARIANT: count <= capacity - consumed was checked; the state came from an iterator
+        // over this very table (same start: only page lists, which cannot restore, start at an
+        // offset), so (idx, iov_offset) lies `consumed` bytes after the start, inside the table.
         if !matches!(self.kind, Kind::Ubuf { .. }) {
             self.idx = total - state.nr_segs;
         }

@@ -332,6 +332,48 @@ fn restore_kvec_and_bad_state() {
     assert_eq!(small.restore(&s), Err(IovError::BadState));
 }
 
+/// Bytes the remaining KVEC segments hold after the position.
+fn kvec_room<D: iov::Direction>(it: &IovIter<'_, Pfn, D>) -> usize {
+    let (rest, off) = it.kvec_table().unwrap();
+    rest.iter().map(|s| s.len).sum::<usize>() - off
+}
+
+/// Issue 11 item 5: a state saved from a KVEC `[100]` iterator (count 10, after advancing 9) is
+/// refused by a KVEC `[20, 3]` iterator (count 20), which keeps its position, and its segments
+/// still hold `count` bytes: a copy then moves exactly what it reports.
+#[test]
+fn restore_refuses_another_iterators_state() {
+    let a = [Kvec::new(k(0), 100)];
+    let mut ia = IovIter::<Pfn, Dest>::kvec(&a, 10).unwrap();
+    ia.advance(9);
+    let s = ia.save_state();
+    let b = [Kvec::new(k(200), 20), Kvec::new(k(300), 3)];
+    let mut ib = IovIter::<Pfn, Dest>::kvec(&b, 20).unwrap();
+    assert_eq!(ib.restore(&s), Err(IovError::BadState));
+    assert_eq!(pos(&ib), (20, 2, 0));
+    assert!(kvec_room(&ib) >= ib.count());
+    let mut mem = ArenaMem::zeroed(1);
+    assert_eq!(ib.copy_to_iter(&mut mem, &[1]), 1);
+    assert_eq!((pos(&ib), ib.consumed()), ((19, 2, 1), 1));
+    // The same table through another iterator (a clone) accepts it, and a table with the same
+    // contents elsewhere does not.
+    let mut ic = ia.clone();
+    ic.advance(1);
+    ic.restore(&s).unwrap();
+    assert_eq!((pos(&ic), ic.consumed()), ((1, 1, 9), 9));
+    let copy = a;
+    let mut id = IovIter::<Pfn, Dest>::kvec(&copy, 10).unwrap();
+    assert_eq!(id.restore(&s), Err(IovError::BadState));
+    // Another kind over nothing alike, and a UBUF with another buffer, are refused too.
+    let mut u1 = IovIter::<Pfn, Dest>::ubuf(u(0), 50);
+    u1.advance(5);
+    let su = u1.save_state();
+    let mut u2 = IovIter::<Pfn, Dest>::ubuf(u(64), 50);
+    assert_eq!(u2.restore(&su), Err(IovError::BadState));
+    assert_eq!(ib.restore(&su), Err(IovError::BadState));
+    assert_eq!(u1.restore(&s), Err(IovError::BadState));
+}
+
 #[test]
 fn queries_follow_the_kernel_quirks() {
     let t = [

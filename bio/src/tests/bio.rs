@@ -166,11 +166,13 @@ fn range_operations_split_at_their_limits() {
         ..LimitsConfig::default()
     })
     .unwrap();
+    // Discards ignore chunk_sectors: cut at max_discard_sectors (a multiple of the 8-sector
+    // granularity the 4096-byte physical block gives).
     let d = Bio::<Pfn>::range(Op::Discard, 0, 1 << 20).unwrap();
     assert_eq!(
         d.split_point(&lim),
         Ok(SplitPoint::Front {
-            bytes: 256 * 512,
+            bytes: 1000 * 512,
             nsegs: 1
         })
     );
@@ -202,10 +204,10 @@ fn range_operations_split_at_their_limits() {
     let mut pieces = 0;
     while !d.is_empty() {
         let (p, _) = d.split_to_limits(&lim).unwrap();
-        assert!(p.size() <= 256 * 512);
+        assert!(p.size() <= 1000 * 512);
         pieces += 1;
     }
-    assert_eq!(pieces, 24);
+    assert_eq!(pieces, 7); // 6144 sectors: six of 1000, then 144
 }
 
 #[test]
@@ -223,4 +225,182 @@ fn windows_from_a_shared_iterator() {
     assert!(!Bio::from_table(Op::Write, 0, &odd, 4094)
         .unwrap()
         .dma_aligned(&nvme()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 11: the kernel's values (Linux 6.12, block/blk-merge.c and block/blk.h).
+
+/// Item 1: write-zeroes splits go through `get_max_io_size`, which ends the piece on a physical
+/// block: lbs 512, pbs 4096, max_write_zeroes_sectors 64, 128 sectors at sector 1 -> 63.
+#[test]
+fn write_zeroes_split_ends_on_a_physical_block() {
+    let lim = QueueLimits::new(&LimitsConfig {
+        physical_block_size: 4096,
+        max_write_zeroes_sectors: 64,
+        ..LimitsConfig::default()
+    })
+    .unwrap();
+    let mut z = Bio::<Pfn>::range(Op::WriteZeroes, 1, 128 * 512).unwrap();
+    assert_eq!(
+        z.split_point(&lim),
+        Ok(SplitPoint::Front {
+            bytes: 63 * 512,
+            nsegs: 0
+        })
+    );
+    // The remainder starts on a physical block and takes whole 64-sector pieces.
+    let (front, nsegs) = z.split_to_limits(&lim).unwrap();
+    assert_eq!((front.size(), nsegs, z.sector()), (63 * 512, 0, 64));
+    assert_eq!(
+        z.split_point(&lim),
+        Ok(SplitPoint::Front {
+            bytes: 64 * 512,
+            nsegs: 0
+        })
+    );
+    // ... and it stops at chunk boundaries, which the discard path ignores.
+    let lim = QueueLimits::new(&LimitsConfig {
+        chunk_sectors: 16,
+        max_write_zeroes_sectors: 64,
+        ..LimitsConfig::default()
+    })
+    .unwrap();
+    let z = Bio::<Pfn>::range(Op::WriteZeroes, 10, 128 * 512).unwrap();
+    assert_eq!(
+        z.split_point(&lim),
+        Ok(SplitPoint::Front {
+            bytes: 6 * 512,
+            nsegs: 0
+        })
+    );
+}
+
+/// Item 2: `__bio_split_discard` never looks at `chunk_sectors`: max_discard_sectors 1024,
+/// chunk_sectors 256, 2048 sectors at sector 0 -> 1024.
+#[test]
+fn discard_split_ignores_chunk_sectors() {
+    let lim = QueueLimits::new(&LimitsConfig {
+        max_discard_sectors: 1024,
+        chunk_sectors: 256,
+        ..LimitsConfig::default()
+    })
+    .unwrap();
+    let d = Bio::<Pfn>::range(Op::Discard, 0, 2048 * 512).unwrap();
+    assert_eq!(
+        d.split_point(&lim),
+        Ok(SplitPoint::Front {
+            bytes: 1024 * 512,
+            nsegs: 1
+        })
+    );
+}
+
+/// The discard cut keeps the next piece on a granule: granularity 8 sectors (4096-byte physical
+/// blocks), limit 100 -> 96 sectors, then shortened by the start's misalignment.
+#[test]
+fn discard_split_follows_the_granularity() {
+    let lim = QueueLimits::new(&LimitsConfig {
+        physical_block_size: 4096,
+        max_discard_sectors: 100,
+        ..LimitsConfig::default()
+    })
+    .unwrap();
+    let at = |sector: u64| {
+        Bio::<Pfn>::range(Op::Discard, sector, 1000 * 512)
+            .unwrap()
+            .split_point(&lim)
+    };
+    assert_eq!(
+        at(0),
+        Ok(SplitPoint::Front {
+            bytes: 96 * 512,
+            nsegs: 1
+        })
+    );
+    // sector 3: 3 + 96 = 99, 3 past a granule: 93 sectors, the next piece starts at 96.
+    assert_eq!(
+        at(3),
+        Ok(SplitPoint::Front {
+            bytes: 93 * 512,
+            nsegs: 1
+        })
+    );
+    // discard_alignment shifts the granules: 1024 bytes = 2 sectors.
+    let lim = QueueLimits::new(&LimitsConfig {
+        discard_alignment: 1024,
+        ..lim.config()
+    })
+    .unwrap();
+    let d = Bio::<Pfn>::range(Op::Discard, 0, 1000 * 512).unwrap();
+    assert_eq!(
+        d.split_point(&lim),
+        Ok(SplitPoint::Front {
+            bytes: 90 * 512,
+            nsegs: 1
+        })
+    );
+    // A limit below the granularity: the kernel sends the discard whole; here it is whole when
+    // it fits the limit and refused otherwise.
+    let lim = QueueLimits::new(&LimitsConfig {
+        physical_block_size: 4096,
+        max_discard_sectors: 4,
+        ..LimitsConfig::default()
+    })
+    .unwrap();
+    let small = Bio::<Pfn>::range(Op::Discard, 0, 4 * 512).unwrap();
+    assert_eq!(small.split_point(&lim), Ok(SplitPoint::Whole { nsegs: 1 }));
+    let big = Bio::<Pfn>::range(Op::Discard, 0, 16 * 512).unwrap();
+    assert!(matches!(
+        big.split_point(&lim),
+        Err(BioError::CannotSplit { .. })
+    ));
+}
+
+/// Item 3: `bio_may_need_split` is false for one in-page bvec without chunk_sectors, so the
+/// kernel sends it whole: pbs 8192, max_hw_sectors 8, one 4096-byte bvec at sector 4201.
+#[test]
+fn single_page_bio_skips_the_split() {
+    let lim = QueueLimits::new(&LimitsConfig {
+        physical_block_size: 8192,
+        max_hw_sectors: 8,
+        ..LimitsConfig::default()
+    })
+    .unwrap();
+    // Without the shortcut the limits would cut 3584 bytes (sector 4201 is 9 into a 16-sector
+    // physical block).
+    assert_eq!(lim.max_io_bytes(4201), 3584);
+    let t = table(&[(3, 0, 4096)]);
+    let mut bio = Bio::from_table(Op::Write, 4201, &t, 4096).unwrap();
+    assert!(!bio.may_need_split(&lim));
+    assert_eq!(bio.split_point(&lim), Ok(SplitPoint::Whole { nsegs: 1 }));
+    let (whole, nsegs) = bio.split_to_limits(&lim).unwrap();
+    assert_eq!((whole.size(), nsegs), (4096, 1));
+    assert!(bio.is_empty());
+    // Two entries, an entry crossing a page, chunk_sectors, or a split front (a clone with no
+    // entries of its own) all go through bio_split_rw.
+    let two = table(&[(3, 0, 2048), (4, 0, 2048)]);
+    let bio = Bio::from_table(Op::Write, 4201, &two, 4096).unwrap();
+    assert!(bio.may_need_split(&lim));
+    let across = table(&[(3, 2048, 4096)]);
+    let bio = Bio::from_table(Op::Write, 4201, &across, 4096).unwrap();
+    assert_eq!(
+        bio.split_point(&lim),
+        Ok(SplitPoint::Front {
+            bytes: 3584,
+            nsegs: 1
+        })
+    );
+    let chunked = QueueLimits::new(&LimitsConfig {
+        chunk_sectors: 1 << 20,
+        ..lim.config()
+    })
+    .unwrap();
+    let bio = Bio::from_table(Op::Write, 4201, &t, 4096).unwrap();
+    assert!(bio.may_need_split(&chunked));
+    let mut whole = Bio::from_table(Op::Write, 4201, &t, 4096).unwrap();
+    let front = whole.split(1024).unwrap();
+    assert!(front.may_need_split(&lim) && !whole.may_need_split(&lim));
+    // The window of a single-entry table may be a sub-range: still one segment, still whole.
+    let bio = Bio::from_table(Op::Read, 4201, &t, 1024).unwrap();
+    assert_eq!(bio.split_point(&lim), Ok(SplitPoint::Whole { nsegs: 1 }));
 }

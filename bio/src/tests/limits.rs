@@ -43,12 +43,14 @@ fn max_sectors_capped_and_rounded() {
         with(|c| c.max_user_sectors = 1),
         Err(LimitsError::MaxSectors(1))
     );
-    let too_big = (u32::MAX >> 9) + 1;
-    assert_eq!(
-        with(|c| c.max_hw_sectors = too_big),
-        Err(LimitsError::MaxSectors(too_big))
-    );
-    assert!(with(|c| c.max_hw_sectors = u32::MAX >> 9).is_ok());
+    // blk_validate_limits has no upper bound on either sector limit.
+    let l = with(|c| {
+        c.max_hw_sectors = u32::MAX;
+        c.max_user_sectors = u32::MAX;
+    })
+    .unwrap();
+    assert_eq!((l.max_hw_sectors(), l.max_sectors()), (u32::MAX, u32::MAX));
+    assert_eq!(l.max_io_bytes(0), u32::MAX & !511);
 }
 
 #[test]
@@ -62,12 +64,22 @@ fn block_sizes_are_checked() {
     for good in [512, 1024, 2048, 4096] {
         assert!(with(|c| c.logical_block_size = good).is_ok());
     }
+    // A physical block smaller than the logical one is raised to it, not refused.
+    let l = with(|c| {
+        c.logical_block_size = 4096;
+        c.physical_block_size = 512;
+    })
+    .unwrap();
+    assert_eq!(l.physical_block_size(), 4096);
+    // Even one that is not a power of two (the kernel's `<` test comes first).
     assert_eq!(
         with(|c| {
             c.logical_block_size = 4096;
-            c.physical_block_size = 512;
-        }),
-        Err(LimitsError::PhysicalBlockSize(512))
+            c.physical_block_size = 3000;
+        })
+        .unwrap()
+        .physical_block_size(),
+        4096
     );
     assert_eq!(
         with(|c| c.physical_block_size = 3 << 10),
@@ -107,6 +119,13 @@ fn masks_are_checked() {
     );
     let l = with(|c| c.virt_boundary_mask = 511).unwrap();
     assert_eq!(l.max_segment_size(), u32::MAX);
+    // blk_validate_limits keeps a driver's max_segment_size next to a virtual boundary.
+    let l = with(|c| {
+        c.virt_boundary_mask = 4095;
+        c.max_segment_size = 65536;
+    })
+    .unwrap();
+    assert_eq!(l.max_segment_size(), 65536);
     assert_eq!(
         with(|c| c.max_segment_size = 4095),
         Err(LimitsError::MaxSegmentSize(4095))
@@ -117,30 +136,38 @@ fn masks_are_checked() {
             .max_segment_size(),
         4096
     );
-    assert_eq!(
-        with(|c| c.dma_alignment = 6),
-        Err(LimitsError::DmaAlignment(6))
-    );
-    assert_eq!(with(|c| c.dma_alignment = 7).unwrap().dma_alignment(), 7);
+    // Any value up to PAGE_SIZE (the kernel's `dma_alignment > PAGE_SIZE` test), nothing above.
+    for ok in [6, 7, 4095, 4096] {
+        assert_eq!(with(|c| c.dma_alignment = ok).unwrap().dma_alignment(), ok);
+    }
+    for bad in [4097, 0xffff, u32::MAX] {
+        assert_eq!(
+            with(|c| c.dma_alignment = bad),
+            Err(LimitsError::DmaAlignment(bad))
+        );
+    }
 }
 
 #[test]
 fn chunk_and_special_limits() {
-    assert_eq!(
-        with(|c| {
-            c.logical_block_size = 4096;
-            c.chunk_sectors = 12;
-        }),
-        Err(LimitsError::ChunkSectors(12))
-    );
+    // chunk_sectors is not validated by the kernel (only zoned devices check it).
+    let l = with(|c| {
+        c.logical_block_size = 4096;
+        c.chunk_sectors = 12;
+    })
+    .unwrap();
+    assert_eq!((l.chunk_sectors(), l.chunk_sectors_left(16)), (12, 8));
+    // The special limits are kept as given; the split paths clamp and round them.
     let l = with(|c| {
         c.logical_block_size = 4096;
         c.max_discard_sectors = u32::MAX;
         c.max_write_zeroes_sectors = 15;
     })
     .unwrap();
-    assert_eq!(l.max_discard_sectors(), (u32::MAX >> 9) & !7);
-    assert_eq!(l.max_write_zeroes_sectors(), 8);
+    assert_eq!(l.max_discard_sectors(), u32::MAX);
+    assert_eq!(l.max_write_zeroes_sectors(), 15);
+    assert_eq!(l.discard_granularity(), 4096);
+    assert_eq!(l.max_write_zeroes_io_sectors(0), 8);
     assert_eq!(l.chunk_sectors_left(5), u32::MAX);
 }
 
@@ -204,4 +231,75 @@ fn max_io_aligns_to_physical_blocks() {
     assert_eq!(l.max_io_sectors(0), 256);
     assert_eq!(l.max_io_sectors(255), 1);
     assert_eq!(l.max_io_sectors(u64::MAX), 256 - (u64::MAX % 256) as u32);
+}
+
+/// Issue 11 item 4: every field `blk_validate_limits` (block/blk-settings.c) looks at, with the
+/// kernel's verdict and defaults.
+#[test]
+fn validation_matches_blk_validate_limits() {
+    // io_min defaults to (and is raised to) the physical block size; io_opt is rounded down to it.
+    let l = with(|c| {
+        c.physical_block_size = 4096;
+        c.io_min = 512;
+        c.io_opt = 10000;
+    })
+    .unwrap();
+    assert_eq!((l.io_min(), l.io_opt()), (4096, 8192));
+    // Without a user limit, a large io_opt (else io_min) replaces the 2560-sector cap.
+    let l = with(|c| {
+        c.max_hw_sectors = 100_000;
+        c.io_opt = 4 << 20;
+    })
+    .unwrap();
+    assert_eq!(l.max_sectors(), 8192);
+    let l = with(|c| {
+        c.max_hw_sectors = 100_000;
+        c.io_min = 2 << 20;
+    })
+    .unwrap();
+    assert_eq!(l.max_sectors(), 4096);
+    let l = with(|c| {
+        c.max_hw_sectors = 100_000;
+        c.io_min = 1 << 20; // not above the cap: ignored
+    })
+    .unwrap();
+    assert_eq!(l.max_sectors(), 2560);
+    // A user limit wins over io_opt and io_min.
+    let l = with(|c| {
+        c.max_hw_sectors = 100_000;
+        c.max_user_sectors = 64;
+        c.io_opt = 4 << 20;
+    })
+    .unwrap();
+    assert_eq!(l.max_sectors(), 64);
+    // Discard granularity: raised to the physical block size, 0 without discard.
+    let l = with(|c| {
+        c.physical_block_size = 4096;
+        c.discard_granularity = 512;
+        c.max_discard_sectors = 1024;
+    })
+    .unwrap();
+    assert_eq!(l.discard_granularity(), 4096);
+    let l = with(|c| c.discard_granularity = 65536).unwrap();
+    assert_eq!(l.discard_granularity(), 0);
+    // The masks the kernel checks.
+    assert_eq!(
+        with(|c| c.seg_boundary_mask = 0xffe),
+        Err(LimitsError::SegBoundaryMask(0xffe))
+    );
+    assert_eq!(
+        with(|c| c.max_segment_size = 4095),
+        Err(LimitsError::MaxSegmentSize(4095))
+    );
+    // Validating the limits' own config gives them back.
+    let l = with(|c| {
+        c.physical_block_size = 8192;
+        c.io_opt = 3 << 20;
+        c.max_hw_sectors = 100_000;
+        c.max_discard_sectors = 77;
+        c.discard_alignment = 1024;
+        c.chunk_sectors = 24;
+    })
+    .unwrap();
+    assert_eq!(QueueLimits::new(&l.config()), Ok(l));
 }
