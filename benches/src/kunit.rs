@@ -96,10 +96,11 @@ pub fn ubuf(mem: &mut TiledMem, npages: usize, scratch: &mut [u8]) -> usize {
     let Some(dst) = scratch.get_mut(..PAGE_SIZE) else {
         return 0;
     };
-    let base = black_box(USER_BASE);
     let mut done = 0;
     for _ in 0..npages {
-        let mut it = IovIter::<Pfn, Source>::ubuf(base, PAGE_SIZE);
+        // A fresh, opaque address each time: the user-range check (`access_ok`) and the
+        // iterator set-up cannot be hoisted out of the loop once the UBUF copy is inlined.
+        let mut it = IovIter::<Pfn, Source>::ubuf(black_box(USER_BASE), PAGE_SIZE);
         done += it.copy_from_iter(mem, &mut *dst);
         black_box(&mut *dst);
     }

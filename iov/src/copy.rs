@@ -6,65 +6,97 @@ use core::cmp::min;
 
 use bvec::{Page, PAGE_SIZE};
 
+use crate::iter::Kind;
 use crate::{CanReceive, CanSupply, Direction, IovIter, Memory, Step};
 
 /// `check_copy_size`: the kernel refuses (WARN, 0) copies above `INT_MAX` bytes.
 const COPY_MAX: usize = i32::MAX as usize;
 
-/// `copy_to_user_iter` / `memcpy_to_iter`: the chunk at `progress` of `src` goes to the iterator.
+/// `copy_to_user_iter` / `memcpy_to_iter`: the next chunk of `src` goes to the iterator.
+///
+/// The engine hands out consecutive chunks (`progress` is the sum of the lengths before) and
+/// stops at the first short one, so the steps keep a cursor (`src`/`dst` hold the part not yet
+/// reached) instead of slicing at `progress`: one length check per chunk, and the engine's
+/// `progress` is dead in the copy loops.
 struct CopyOut<'m, 's, M> {
     mem: &'m mut M,
     src: &'s [u8],
 }
 
+impl<'s, M> CopyOut<'_, 's, M> {
+    /// The next `len` bytes of the source, or `None` (nothing copied) if fewer are left.
+    #[inline(always)]
+    fn next(&mut self, len: usize) -> Option<&'s [u8]> {
+        let chunk = self.src.get(..len)?;
+        self.src = self.src.get(len..).unwrap_or_default();
+        Some(chunk)
+    }
+}
+
 impl<P: Page, M: Memory<P>> Step<P> for CopyOut<'_, '_, M> {
     #[inline(always)]
-    fn user(&mut self, addr: usize, progress: usize, len: usize) -> usize {
-        match self.src.get(progress..progress + len) {
+    fn user(&mut self, addr: usize, _progress: usize, len: usize) -> usize {
+        match self.next(len) {
             Some(s) => self.mem.copy_to_user(addr, s),
             None => len,
         }
     }
     #[inline(always)]
-    fn kernel(&mut self, addr: usize, progress: usize, len: usize) -> usize {
-        match self.src.get(progress..progress + len) {
+    fn kernel(&mut self, addr: usize, _progress: usize, len: usize) -> usize {
+        match self.next(len) {
             Some(s) => self.mem.copy_to_kernel(addr, s),
             None => len,
         }
     }
     #[inline(always)]
-    fn page(&mut self, page: P, offset: usize, progress: usize, len: usize) -> usize {
-        match self.src.get(progress..progress + len) {
+    fn page(&mut self, page: P, offset: usize, _progress: usize, len: usize) -> usize {
+        match self.next(len) {
             Some(s) => self.mem.write(page, offset, s),
             None => len,
         }
     }
 }
 
-/// `copy_from_user_iter` / `memcpy_from_iter`: the iterator's chunk lands at `progress` in `dst`.
+/// `copy_from_user_iter` / `memcpy_from_iter`: the iterator's next chunk lands in `dst`, which
+/// holds the part of the caller's buffer not yet reached (see [`CopyOut`]).
 struct CopyIn<'m, 's, M> {
     mem: &'m mut M,
     dst: &'s mut [u8],
 }
 
+impl<'s, M> CopyIn<'_, 's, M> {
+    /// The next `len` bytes of the destination, or `None` (nothing copied) if fewer are left.
+    #[inline(always)]
+    fn next(&mut self, len: usize) -> Option<&'s mut [u8]> {
+        if len > self.dst.len() {
+            return None;
+        }
+        // Cannot panic: `len <= dst.len()` was checked just above (`split_at_mut_checked` is
+        // newer than the kernel's minimum rustc).
+        let (chunk, rest) = core::mem::take(&mut self.dst).split_at_mut(len);
+        self.dst = rest;
+        Some(chunk)
+    }
+}
+
 impl<P: Page, M: Memory<P>> Step<P> for CopyIn<'_, '_, M> {
     #[inline(always)]
-    fn user(&mut self, addr: usize, progress: usize, len: usize) -> usize {
-        match self.dst.get_mut(progress..progress + len) {
+    fn user(&mut self, addr: usize, _progress: usize, len: usize) -> usize {
+        match self.next(len) {
             Some(d) => self.mem.copy_from_user(addr, d),
             None => len,
         }
     }
     #[inline(always)]
-    fn kernel(&mut self, addr: usize, progress: usize, len: usize) -> usize {
-        match self.dst.get_mut(progress..progress + len) {
+    fn kernel(&mut self, addr: usize, _progress: usize, len: usize) -> usize {
+        match self.next(len) {
             Some(d) => self.mem.copy_from_kernel(addr, d),
             None => len,
         }
     }
     #[inline(always)]
-    fn page(&mut self, page: P, offset: usize, progress: usize, len: usize) -> usize {
-        match self.dst.get_mut(progress..progress + len) {
+    fn page(&mut self, page: P, offset: usize, _progress: usize, len: usize) -> usize {
+        match self.next(len) {
             Some(d) => self.mem.read(page, offset, d),
             None => len,
         }
@@ -187,10 +219,22 @@ impl<P: Page, D: CanReceive> IovIter<'_, P, D> {
     /// assert_eq!(&bytes[8192..8194], b"ef");
     /// # Ok::<(), bvec::BvecError>(())
     /// ```
+    #[inline]
     pub fn copy_to_iter<M: Memory<P>>(&mut self, mem: &mut M, src: &[u8]) -> usize {
         if !self.receive_ok() || src.len() > COPY_MAX {
             return 0;
         }
+        match self.kind {
+            // UBUF inline at the call site (one user copy), every other kind out of line.
+            Kind::Ubuf { base } => self.iterate_ubuf(base, src.len(), &mut CopyOut { mem, src }),
+            _ => self.copy_to_segments(mem, src),
+        }
+    }
+
+    /// [`IovIter::copy_to_iter`] of the table kinds, kept out of line: one copy of the walks per
+    /// memory type instead of one per caller.
+    #[inline(never)]
+    fn copy_to_segments<M: Memory<P>>(&mut self, mem: &mut M, src: &[u8]) -> usize {
         self.iterate_and_advance(src.len(), &mut CopyOut { mem, src })
     }
 
@@ -282,10 +326,22 @@ impl<P: Page, D: CanSupply> IovIter<'_, P, D> {
     /// assert_eq!(&dst[..5], b"89012");
     /// # Ok::<(), iov::IovError>(())
     /// ```
+    #[inline]
     pub fn copy_from_iter<M: Memory<P>>(&mut self, mem: &mut M, dst: &mut [u8]) -> usize {
         if self.receive_ok() || dst.len() > COPY_MAX {
             return 0;
         }
+        match self.kind {
+            // UBUF inline at the call site (one user copy), every other kind out of line.
+            Kind::Ubuf { base } => self.iterate_ubuf(base, dst.len(), &mut CopyIn { mem, dst }),
+            _ => self.copy_from_segments(mem, dst),
+        }
+    }
+
+    /// [`IovIter::copy_from_iter`] of the table kinds, kept out of line (see
+    /// [`IovIter::copy_to_segments`]).
+    #[inline(never)]
+    fn copy_from_segments<M: Memory<P>>(&mut self, mem: &mut M, dst: &mut [u8]) -> usize {
         let len = dst.len();
         self.iterate_and_advance(len, &mut CopyIn { mem, dst })
     }

@@ -99,19 +99,18 @@ fn iterate_addr<V: AddrSeg, P, S: Step<P> + ?Sized>(
     mut len: usize,
     step: &mut S,
 ) -> usize {
+    let total = len;
     let mut i = *idx;
     let mut skip = *off;
-    let mut progress = 0;
     while let Some(seg) = table.get(i) {
         let seg_len = seg.len();
         let part = min(len, seg_len.saturating_sub(skip));
         if part != 0 {
             let remain = min(
-                V::call(step, seg.base().wrapping_add(skip), progress, part),
+                V::call(step, seg.base().wrapping_add(skip), total - len, part),
                 part,
             );
             let done = part - remain;
-            progress += done;
             skip += done;
             len -= done;
             if skip < seg_len {
@@ -126,7 +125,7 @@ fn iterate_addr<V: AddrSeg, P, S: Step<P> + ?Sized>(
     }
     *idx = i;
     *off = skip;
-    progress
+    total - len
 }
 
 /// `iterate_bvec`: page by page; the pointer moves past a segment as soon as it is finished, and
@@ -139,21 +138,28 @@ fn iterate_bvec<P: Page, S: Step<P> + ?Sized>(
     mut len: usize,
     step: &mut S,
 ) -> usize {
+    let total = len;
     let mut i = *idx;
     let mut skip = *off;
-    let mut progress = 0;
     while let Some(bv) = table.get(i) {
         let bv_len = bv.len() as usize;
         let offset = bv.offset() as usize + skip;
         let in_page = offset & PAGE_MASK;
-        let part = min(min(len, bv_len.saturating_sub(skip)), PAGE_SIZE - in_page);
+        // `skip < bv_len` (the position invariant), so this does not wrap; if a state were
+        // inconsistent it would only make `part` larger than the segment's rest, which the
+        // memory's own range checks bound, never an out-of-bounds access here.
+        let part = min(min(len, bv_len.wrapping_sub(skip)), PAGE_SIZE - in_page);
         let remain = min(
-            step.page(bv.page().nth(offset >> PAGE_SHIFT), in_page, progress, part),
+            step.page(
+                bv.page().nth(offset >> PAGE_SHIFT),
+                in_page,
+                total - len,
+                part,
+            ),
             part,
         );
         let done = part - remain;
         len -= done;
-        progress += done;
         skip += done;
         if skip >= bv_len {
             skip = 0;
@@ -165,7 +171,7 @@ fn iterate_bvec<P: Page, S: Step<P> + ?Sized>(
     }
     *idx = i;
     *off = skip;
-    progress
+    total - len
 }
 
 /// `iterate_folioq` over a flat folio table: page by page inside each folio.
@@ -177,9 +183,9 @@ fn iterate_folios<P: Page, S: Step<P> + ?Sized>(
     mut len: usize,
     step: &mut S,
 ) -> usize {
+    let total = len;
     let mut i = *idx;
     let mut skip = *off;
-    let mut progress = 0;
     while let Some(folio) = table.get(i) {
         let fsize = folio.size();
         let mut remain = 0;
@@ -190,14 +196,13 @@ fn iterate_folios<P: Page, S: Step<P> + ?Sized>(
                 step.page(
                     folio.head().nth(skip >> PAGE_SHIFT),
                     in_page,
-                    progress,
+                    total - len,
                     part,
                 ),
                 part,
             );
             let done = part - remain;
             len -= done;
-            progress += done;
             skip += done;
         }
         if skip >= fsize {
@@ -210,7 +215,7 @@ fn iterate_folios<P: Page, S: Step<P> + ?Sized>(
     }
     *idx = i;
     *off = skip;
-    progress
+    total - len
 }
 
 impl<P: Page, D: Direction> IovIter<'_, P, D> {
@@ -250,12 +255,7 @@ impl<P: Page, D: Direction> IovIter<'_, P, D> {
             return 0;
         }
         let progress = match self.kind {
-            Kind::Ubuf { base } => {
-                let remain = min(step.user(base.wrapping_add(self.iov_offset), 0, len), len);
-                let done = len - remain;
-                self.iov_offset += done;
-                done
-            }
+            Kind::Ubuf { base } => return self.iterate_ubuf(base, len, step),
             Kind::Iovec(t) => iterate_addr(t, &mut self.idx, &mut self.iov_offset, len, step),
             Kind::Bvec { table, .. } => {
                 iterate_bvec(table, &mut self.idx, &mut self.iov_offset, len, step)
@@ -268,6 +268,28 @@ impl<P: Page, D: Direction> IovIter<'_, P, D> {
         self.count -= progress;
         self.consumed += progress;
         progress
+    }
+
+    /// The UBUF case of [`IovIter::iterate_and_advance`], small enough to inline where the
+    /// copy is called: the kernel's `iterate_and_advance2` also tests `iter_is_ubuf` first.
+    #[inline(always)]
+    pub(crate) fn iterate_ubuf<S: Step<P> + ?Sized>(
+        &mut self,
+        base: usize,
+        len: usize,
+        step: &mut S,
+    ) -> usize {
+        let len = min(len, self.count);
+        if len == 0 {
+            return 0;
+        }
+        let remain = min(step.user(base.wrapping_add(self.iov_offset), 0, len), len);
+        let done = len - remain;
+        // INVARIANT: done <= len <= count; a UBUF position is `iov_offset == consumed`.
+        self.iov_offset += done;
+        self.count -= done;
+        self.consumed += done;
+        done
     }
 
     /// [`IovIter::iterate_and_advance`] with a dynamically dispatched step: the same engine
