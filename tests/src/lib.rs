@@ -7,3 +7,4 @@ pub mod fuzz;
 pub mod iov_harness;
 pub mod iov_model;
 pub mod mem;
+pub mod nvme_sim;

@@ -22,6 +22,7 @@ const TARGETS: &[(&str, RunFn)] = &[
     ("bio_split", fuzz::bio_split::run),
     ("prp_build", fuzz::prp_build::run),
     ("iov_ops", fuzz::iov_ops::run),
+    ("nvme_completion", fuzz::nvme_completion::run),
 ];
 
 fn fuzz_dir() -> PathBuf {

@@ -10,5 +10,6 @@ pub mod bvec_advance;
 pub mod bvec_split;
 pub mod input;
 pub mod iov_ops;
+pub mod nvme_completion;
 pub mod oracle;
 pub mod prp_build;
