@@ -15,6 +15,8 @@
 
 use bvec::{Bvec, Pfn, PAGE_SIZE};
 
+pub mod limits_model;
+
 /// One data byte of a flattened bio.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Byte {
@@ -24,13 +26,21 @@ pub struct Byte {
     pub entry: usize,
 }
 
-/// Limits in plain numbers (the model does not use `QueueLimits` methods).
-#[derive(Clone, Copy, Debug)]
+/// Limits in plain numbers (the model does not use `QueueLimits` methods). Built from a
+/// `QueueLimits`' values, or by the model of `blk_validate_limits`
+/// ([`crate::limits_model::validate`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ModelLimits {
     /// Logical block size.
     pub lbs: u64,
     /// Physical block size.
     pub pbs: u64,
+    /// `io_min` in bytes.
+    pub io_min: u64,
+    /// `io_opt` in bytes.
+    pub io_opt: u64,
+    /// `max_hw_sectors`.
+    pub max_hw_sectors: u64,
     /// `max_sectors`.
     pub max_sectors: u64,
     /// `max_segments`.
@@ -41,8 +51,18 @@ pub struct ModelLimits {
     pub seg_boundary_mask: u64,
     /// `virt_boundary_mask`.
     pub virt_boundary_mask: u64,
+    /// `dma_alignment`.
+    pub dma_alignment: u64,
     /// `chunk_sectors` (0 = none).
     pub chunk_sectors: u64,
+    /// `max_discard_sectors` (0 = unsupported).
+    pub max_discard_sectors: u64,
+    /// `discard_granularity` in bytes.
+    pub discard_granularity: u64,
+    /// `discard_alignment` in bytes.
+    pub discard_alignment: u64,
+    /// `max_write_zeroes_sectors` (0 = unsupported).
+    pub max_write_zeroes_sectors: u64,
 }
 
 impl From<&bio::QueueLimits> for ModelLimits {
@@ -51,12 +71,20 @@ impl From<&bio::QueueLimits> for ModelLimits {
         Self {
             lbs: u64::from(l.logical_block_size()),
             pbs: u64::from(l.physical_block_size()),
+            io_min: u64::from(l.io_min()),
+            io_opt: u64::from(l.io_opt()),
+            max_hw_sectors: u64::from(l.max_hw_sectors()),
             max_sectors: u64::from(l.max_sectors()),
             max_segments: u64::from(l.max_segments()),
             max_segment_size: u64::from(l.max_segment_size()),
             seg_boundary_mask: l.seg_boundary_mask(),
             virt_boundary_mask: u64::from(l.virt_boundary_mask()),
+            dma_alignment: u64::from(l.dma_alignment()),
             chunk_sectors: u64::from(l.chunk_sectors()),
+            max_discard_sectors: u64::from(l.max_discard_sectors()),
+            discard_granularity: u64::from(l.discard_granularity()),
+            discard_alignment: u64::from(l.discard_alignment()),
+            max_write_zeroes_sectors: u64::from(l.max_write_zeroes_sectors()),
         }
     }
 }
@@ -105,27 +133,15 @@ pub fn count_segments(bytes: &[Byte], lim: &ModelLimits) -> u64 {
     n
 }
 
-/// Largest I/O in bytes starting at `sector`: the sector limit cut at the next chunk boundary,
-/// then ending at the last physical-block boundary it reaches, or rounded down to logical blocks
-/// if it reaches none.
+/// Largest read/write in bytes starting at `sector`: the kernel's `get_max_io_size` (the sector
+/// limit cut at the next chunk boundary, then ending at the last physical-block boundary it
+/// reaches, or rounded down to logical blocks if it reaches none), clamped to
+/// `bio_allowed_max_sectors` before the conversion to bytes (where the kernel's 32-bit shift
+/// would wrap; a documented deviation of the crate).
 pub fn max_io_bytes(sector: u64, lim: &ModelLimits) -> u64 {
-    // u128: sectors near u64::MAX must not overflow the model.
-    let sector = u128::from(sector);
-    let mut max = u128::from(lim.max_sectors);
-    if lim.chunk_sectors != 0 {
-        let chunk = u128::from(lim.chunk_sectors);
-        let next_chunk = (sector / chunk + 1) * chunk;
-        max = max.min(next_chunk - sector);
-    }
-    let pbs_sectors = u128::from(lim.pbs / 512);
-    let end = (sector + max) / pbs_sectors * pbs_sectors;
-    let sectors = if end > sector {
-        end - sector
-    } else {
-        let lbs_sectors = u128::from(lim.lbs / 512);
-        max / lbs_sectors * lbs_sectors
-    };
-    u64::try_from(sectors * 512).expect("at most max_sectors * 512")
+    let sectors = limits_model::get_max_io_size(lim, lim.max_sectors, sector)
+        .min(limits_model::bio_allowed_max_sectors(lim));
+    u64::from(sectors) * 512
 }
 
 /// Whether the entry boundary before byte `i` is a virtual-boundary gap.
@@ -152,6 +168,22 @@ pub fn longest_valid_prefix(bytes: &[Byte], sector: u64, lim: &ModelLimits) -> u
         n += 1;
     }
     n
+}
+
+/// Reference `__bio_split_to_limits` for a read or write: whole as one segment when
+/// [`limits_model::may_need_split`] says no (`vcnt` table entries counted by the bio, `first` the
+/// `(offset, len)` of the first), else [`split_point`]. `Ok(None)` also when the shortcut applies.
+pub fn split_point_rw(
+    bytes: &[Byte],
+    sector: u64,
+    lim: &ModelLimits,
+    vcnt: usize,
+    first: Option<(u32, u32)>,
+) -> Result<Option<u64>, u64> {
+    if !limits_model::may_need_split(lim, vcnt, first) {
+        return Ok(None);
+    }
+    split_point(bytes, sector, lim)
 }
 
 /// Reference split: `Ok(None)` when the whole bio is valid, `Ok(Some(front))` for the largest

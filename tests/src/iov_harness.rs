@@ -228,6 +228,7 @@ fn merr(e: IovError) -> MErr {
             MErr::Exceeds(count as u128, available as u128)
         }
         IovError::RestoreUnsupported => MErr::NoRestore,
+        IovError::BadState => MErr::BadState,
         other => panic!("unexpected error {other:?}"),
     }
 }

@@ -64,6 +64,19 @@ pub enum MErr {
     Exceeds(u128, u128),
     /// Restore unsupported.
     NoRestore,
+    /// A saved state that does not belong to this iterator's table, or whose count its
+    /// construction count does not cover.
+    BadState,
+}
+
+/// A saved position (`struct iov_iter_state`: offset, count, segments) together with the table
+/// it is a position in, named by the caller's `origin` id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MState {
+    pos: u128,
+    count: u128,
+    idx: usize,
+    origin: u64,
 }
 
 /// The model iterator.
@@ -372,6 +385,40 @@ impl IovModel {
     /// `iov_iter_save_state`.
     pub fn save(&mut self) {
         self.saved = Some((self.pos, self.count, self.idx));
+    }
+
+    /// `iov_iter_save_state` of an iterator over the table named `origin`.
+    pub fn save_state(&self, origin: u64) -> MState {
+        MState {
+            pos: self.pos,
+            count: self.count,
+            idx: self.idx,
+            origin,
+        }
+    }
+
+    /// `iov_iter_restore(i, state)` into this iterator (over the table named `origin`) of a state
+    /// saved from any iterator. The kernel (lib/iov_iter.c) applies any state it is given: it sets
+    /// `iov_offset` and `count` and moves the segment pointer back by the difference in
+    /// `nr_segs`, so a state from another table leaves a position its segments do not back. The
+    /// rule a safe port keeps (§9.1) is: the state must come from an iterator over the same table
+    /// (so its position is a position in this table) and `count` must fit within what this
+    /// iterator's construction count covers from that position. Anything else is refused and
+    /// changes nothing.
+    pub fn restore_state(&mut self, st: &MState, origin: u64) -> Result<(), MErr> {
+        if matches!(self.kind, MKind::PageList | MKind::Discard) {
+            return Err(MErr::NoRestore);
+        }
+        if st.origin != origin || st.pos < self.start_pos || st.pos > self.limit {
+            return Err(MErr::BadState);
+        }
+        if st.count > self.limit - st.pos {
+            return Err(MErr::BadState);
+        }
+        self.pos = st.pos;
+        self.count = st.count;
+        self.idx = st.idx;
+        Ok(())
     }
 
     /// `iov_iter_restore` of the last save (no-op if none).

@@ -8,6 +8,7 @@ use bio::{
     DmaSegment, LimitsConfig, Op, PremappedPages, PrpLists, QueueLimits, SglDescriptor, TagRange,
 };
 use bvec::{Bvec, BvecIter, Pfn, PAGE_SIZE};
+use iovstack_tests::bio_model::limits_model;
 use iovstack_tests::bio_model::{self, ModelLimits};
 use iovstack_tests::dptr_walk::{
     coalesce, prp_entries, prp_list_pages_needed, prp_rules_ok, walk_prps, walk_sgl, BusMemory,
@@ -131,7 +132,10 @@ fn check_splits(
     while !bio.is_empty() {
         let segs: Vec<_> = bio.segments().collect();
         let flat = bio_model::flatten(&segs);
-        let want = bio_model::split_point(&flat, bio.sector(), &m);
+        // bio_may_need_split: a bio counting one in-page entry is sent whole, whatever the limits.
+        let first = bio.table().first().map(|b| (b.offset(), b.len()));
+        let shortcut = !limits_model::may_need_split(&m, bio.vcnt(), first);
+        let want = bio_model::split_point_rw(&flat, bio.sector(), &m, bio.vcnt(), first);
         let start_sector = bio.sector();
         match bio.split_to_limits(lim) {
             Ok((piece, nsegs)) => {
@@ -144,7 +148,7 @@ fn check_splits(
                 let psegs: Vec<_> = piece.segments().collect();
                 let pflat = bio_model::flatten(&psegs);
                 if let Err(e) = bio_model::check_piece(&pflat, piece.sector(), &m) {
-                    prop_assert!(false, "piece violates limits: {e}");
+                    prop_assert!(shortcut, "piece violates limits: {e}");
                 }
                 prop_assert_eq!(u64::from(nsegs), bio_model::count_segments(&pflat, &m));
                 prop_assert_eq!(nsegs, piece.nr_phys_segments(lim));
