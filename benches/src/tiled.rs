@@ -96,8 +96,10 @@ impl TiledMem {
     /// starting at `base`.
     #[inline(always)]
     fn check(&self, base: usize, addr: usize, len: usize) -> Option<usize> {
-        let off = addr.checked_sub(base)?;
-        (off <= self.mapped && len <= self.mapped - off).then_some(off)
+        // An address below `base` wraps to a huge offset and fails like one past the end.
+        let off = addr.wrapping_sub(base);
+        let end = off.checked_add(len)?;
+        (end <= self.mapped).then_some(off)
     }
 
     /// Copies out of the tiled range starting at mapping offset `off`, exactly as many bytes as
@@ -107,7 +109,8 @@ impl TiledMem {
     #[inline(always)]
     fn read_tiled(&self, off: usize, dst: &mut [u8]) -> usize {
         let in_page = off & PAGE_MASK;
-        match self.page.0.get(in_page..in_page + dst.len()) {
+        // `in_page < 4096`, so the first `get` cannot fail and the second is the one check.
+        match self.page.0.get(in_page..).and_then(|p| p.get(..dst.len())) {
             Some(s) => {
                 dst.copy_from_slice(s);
                 0
@@ -116,22 +119,29 @@ impl TiledMem {
         }
     }
 
-    /// [`TiledMem::read_tiled`] of a range that crosses a page boundary: one `copy_from_slice`
-    /// per piece of the page.
+    /// [`TiledMem::read_tiled`] of a range that crosses a page boundary: the rest of the page,
+    /// then one `copy_from_slice` per 4 KiB of `dst` (the loop of the memcpy ceiling).
     #[inline(never)]
-    fn read_pieces(&self, mut in_page: usize, dst: &mut [u8]) -> usize {
-        let mut done = 0;
-        while done < dst.len() {
-            let n = min(PAGE_SIZE - in_page, dst.len() - done);
-            match (
-                dst.get_mut(done..done + n),
-                self.page.0.get(in_page..in_page + n),
-            ) {
-                (Some(d), Some(s)) => d.copy_from_slice(s),
-                _ => break,
+    fn read_pieces(&self, in_page: usize, dst: &mut [u8]) -> usize {
+        let first = min(PAGE_SIZE - in_page, dst.len());
+        match (
+            dst.get_mut(..first),
+            self.page.0.get(in_page..in_page + first),
+        ) {
+            (Some(d), Some(s)) => d.copy_from_slice(s),
+            _ => return dst.len(),
+        }
+        let mut done = first;
+        for d in dst
+            .get_mut(first..)
+            .unwrap_or_default()
+            .chunks_mut(PAGE_SIZE)
+        {
+            match self.page.0.get(..d.len()) {
+                Some(s) => d.copy_from_slice(s),
+                None => break,
             }
-            done += n;
-            in_page = 0;
+            done += d.len();
         }
         dst.len() - done
     }

@@ -104,7 +104,8 @@ fn iterate_addr<V: AddrSeg, P, S: Step<P> + ?Sized>(
     let mut skip = *off;
     while let Some(seg) = table.get(i) {
         let seg_len = seg.len();
-        let part = min(len, seg_len.saturating_sub(skip));
+        // `skip <= seg_len` (the position invariant), so this does not wrap; see `iterate_bvec`.
+        let part = min(len, seg_len.wrapping_sub(skip));
         if part != 0 {
             let remain = min(
                 V::call(step, seg.base().wrapping_add(skip), total - len, part),
