@@ -3,18 +3,19 @@
  * C helpers of kernel-glue; see helpers.h. Each helper calls the static inline function or macro
  * it is named after; rnvme_glue_page_to_phys() also validates its argument.
  */
-#include <linux/bio.h>
+#include <linux/blk-mq.h>
 #include <linux/blkdev.h>
-#include <linux/bvec.h>
+#include <linux/cpumask.h>
+#include <linux/dma-mapping.h>
+#include <linux/dmapool.h>
 #include <linux/highmem.h>
-#include <linux/instrumented.h>
+#include <linux/interrupt.h>
+#include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/io.h>
 #include <linux/mm.h>
-#include <linux/mman.h>
+#include <linux/pci.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
-#include <linux/uaccess.h>
-#include <linux/uio.h>
 
 #include "helpers.h"
 
@@ -44,107 +45,289 @@ void *rnvme_glue_page_address(const struct page *page)
 	return page_address(page);
 }
 
-struct page *rnvme_glue_virt_to_page(const void *addr)
-{
-	return virt_to_page(addr);
-}
-
-void rnvme_glue_iov_iter_ubuf(struct iov_iter *i, unsigned int direction, void __user *buf,
-			      size_t count)
-{
-	iov_iter_ubuf(i, direction, buf, count);
-}
-
-void rnvme_glue_iov_iter_save_state(const struct iov_iter *i, struct iov_iter_state *state)
-{
-	/* iov_iter_save_state() takes a non-const pointer but only reads. */
-	state->iov_offset = i->iov_offset;
-	state->count = i->count;
-	state->nr_segs = i->nr_segs;
-}
-
-unsigned long rnvme_glue_copy_from_user_nozero(void *to, const void __user *from,
-					       unsigned long n)
-{
-	unsigned long left = n;
-
-	might_fault();
-	if (access_ok(from, n)) {
-		instrument_copy_from_user_before(to, from, n);
-		left = raw_copy_from_user(to, from, n);
-		instrument_copy_from_user_after(to, from, n, left);
-	}
-	return left;
-}
-
-unsigned long rnvme_glue_clear_user(void __user *to, unsigned long n)
-{
-	return clear_user(to, n);
-}
-
-unsigned long rnvme_glue_vm_mmap_anon(unsigned long len)
-{
-	return vm_mmap(NULL, 0, len, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, 0);
-}
-
-void rnvme_glue_bio_advance_iter(const struct bio_vec *table, struct bvec_iter *iter,
-				 unsigned int bytes, bool single)
-{
-	/* Only bi_opf and bi_io_vec are read by the two inline functions. */
-	struct bio bio = { .bi_opf = REQ_OP_READ, .bi_io_vec = (struct bio_vec *)table };
-
-	if (single)
-		bio_advance_iter_single(&bio, iter, bytes);
-	else
-		bio_advance_iter(&bio, iter, bytes);
-}
-
-void rnvme_glue_bvec_iter_views(const struct bio_vec *table, const struct bvec_iter *iter,
-				struct bio_vec *mp, struct bio_vec *sp)
-{
-	*mp = mp_bvec_iter_bvec(table, *iter);
-	*sp = bvec_iter_bvec(table, *iter);
-}
-
 void rnvme_glue_cond_resched(void)
 {
 	cond_resched();
 }
 
-const struct mm_struct *rnvme_glue_current_mm(void)
+/* ---- PCI ------------------------------------------------------------------------------------- */
+
+/* A driver from rnvme_glue_pci_register(): the driver, its id table (match + end), the probe. */
+struct rnvme_glue_pci_driver {
+	struct pci_driver drv;
+	struct pci_device_id ids[2];
+	int (*probe)(struct pci_dev *pdev);
+};
+
+static int rnvme_glue_pci_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
-	return current->mm;
+	struct rnvme_glue_pci_driver *d =
+		container_of(to_pci_driver(pdev->dev.driver), struct rnvme_glue_pci_driver, drv);
+
+	/* The id is always ids[0]: the driver matches one class. */
+	return d->probe(pdev);
 }
 
-int rnvme_glue_bio_split_rw_at(const struct bio_vec *table, unsigned short nr, unsigned int size,
-			       bool write, unsigned int logical_block_size,
-			       unsigned short max_segments, unsigned int max_segment_size,
-			       unsigned long seg_boundary_mask, unsigned long virt_boundary_mask,
-			       unsigned int max_bytes, int *sectors, unsigned int *segs)
+void *rnvme_glue_pci_register(const char *name, u32 class, u32 class_mask,
+			      int (*probe)(struct pci_dev *pdev),
+			      void (*remove)(struct pci_dev *pdev),
+			      void (*shutdown)(struct pci_dev *pdev), int *err)
 {
-	/* Only the fields bio_split_rw_at() and its helpers read; zone_write_granularity is 0. */
-	const struct queue_limits lim = {
-		.logical_block_size = logical_block_size,
-		.physical_block_size = logical_block_size,
-		.max_segments = max_segments,
-		.max_segment_size = max_segment_size,
-		.seg_boundary_mask = seg_boundary_mask,
-		.virt_boundary_mask = virt_boundary_mask,
-	};
-	struct bio *bio;
-	unsigned short i;
+	struct rnvme_glue_pci_driver *d = kzalloc(sizeof(*d), GFP_KERNEL);
+	int ret;
 
-	bio = bio_kmalloc(nr, GFP_KERNEL);
-	if (!bio)
-		return -ENOMEM;
-	bio_init(bio, NULL, bio->bi_inline_vecs, nr, write ? REQ_OP_WRITE : REQ_OP_READ);
-	/* __bio_add_page() never merges: the kernel's table is exactly ours. */
-	for (i = 0; i < nr; i++)
-		__bio_add_page(bio, table[i].bv_page, table[i].bv_len, table[i].bv_offset);
-	bio->bi_iter.bi_size = size;
-	*segs = 0;
-	*sectors = bio_split_rw_at(bio, &lim, segs, max_bytes);
-	bio_uninit(bio);
-	kfree(bio);
-	return 0;
+	if (!d) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	d->ids[0] = (struct pci_device_id){ PCI_DEVICE_CLASS(class, class_mask) };
+	d->drv.name = name;
+	d->drv.id_table = d->ids;
+	d->drv.probe = rnvme_glue_pci_probe;
+	d->drv.remove = remove;
+	d->drv.shutdown = shutdown;
+	d->probe = probe;
+	ret = pci_register_driver(&d->drv);
+	if (ret) {
+		kfree(d);
+		*err = ret;
+		return NULL;
+	}
+	return d;
 }
+
+void rnvme_glue_pci_unregister(void *drv)
+{
+	struct rnvme_glue_pci_driver *d = drv;
+
+	pci_unregister_driver(&d->drv);
+	kfree(d);
+}
+
+struct device *rnvme_glue_pci_device(struct pci_dev *pdev)
+{
+	return &pdev->dev;
+}
+
+const char *rnvme_glue_pci_name(const struct pci_dev *pdev)
+{
+	return pci_name(pdev);
+}
+
+void rnvme_glue_pci_set_drvdata(struct pci_dev *pdev, void *data)
+{
+	pci_set_drvdata(pdev, data);
+}
+
+void *rnvme_glue_pci_get_drvdata(struct pci_dev *pdev)
+{
+	return pci_get_drvdata(pdev);
+}
+
+int rnvme_glue_pci_enable_device_mem(struct pci_dev *pdev)
+{
+	return pci_enable_device_mem(pdev);
+}
+
+void rnvme_glue_pci_disable_device(struct pci_dev *pdev)
+{
+	pci_disable_device(pdev);
+}
+
+void rnvme_glue_pci_set_master(struct pci_dev *pdev, bool on)
+{
+	if (on)
+		pci_set_master(pdev);
+	else
+		pci_clear_master(pdev);
+}
+
+int rnvme_glue_pci_request_mem_regions(struct pci_dev *pdev, const char *name)
+{
+	return pci_request_mem_regions(pdev, name);
+}
+
+void rnvme_glue_pci_release_mem_regions(struct pci_dev *pdev)
+{
+	pci_release_mem_regions(pdev);
+}
+
+u64 rnvme_glue_pci_mem_resource_len(const struct pci_dev *pdev, int bar)
+{
+	if (bar < 0 || bar >= PCI_STD_NUM_BARS ||
+	    !(pci_resource_flags(pdev, bar) & IORESOURCE_MEM))
+		return 0;
+	return pci_resource_len(pdev, bar);
+}
+
+void __iomem *rnvme_glue_pci_iomap(struct pci_dev *pdev, int bar, unsigned long maxlen)
+{
+	return pci_iomap(pdev, bar, maxlen);
+}
+
+void rnvme_glue_pci_iounmap(struct pci_dev *pdev, void __iomem *addr)
+{
+	pci_iounmap(pdev, addr);
+}
+
+int rnvme_glue_pci_alloc_irq_vectors(struct pci_dev *pdev, unsigned int min, unsigned int max,
+				     unsigned int pre_vectors)
+{
+	struct irq_affinity affd = { .pre_vectors = pre_vectors };
+	unsigned int flags = PCI_IRQ_MSIX | PCI_IRQ_MSI | PCI_IRQ_INTX;
+
+	if (pre_vectors < max)
+		flags |= PCI_IRQ_AFFINITY;
+	return pci_alloc_irq_vectors_affinity(pdev, min, max, flags,
+					      pre_vectors < max ? &affd : NULL);
+}
+
+void rnvme_glue_pci_free_irq_vectors(struct pci_dev *pdev)
+{
+	pci_free_irq_vectors(pdev);
+}
+
+int rnvme_glue_pci_irq_vector(struct pci_dev *pdev, unsigned int nr)
+{
+	return pci_irq_vector(pdev, nr);
+}
+
+bool rnvme_glue_pci_msix_enabled(const struct pci_dev *pdev)
+{
+	return pdev->msix_enabled;
+}
+
+/* ---- MMIO ------------------------------------------------------------------------------------ */
+
+u32 rnvme_glue_readl(const void __iomem *addr)
+{
+	return readl(addr);
+}
+
+void rnvme_glue_writel(u32 value, void __iomem *addr)
+{
+	writel(value, addr);
+}
+
+u64 rnvme_glue_lo_hi_readq(const void __iomem *addr)
+{
+	return lo_hi_readq(addr);
+}
+
+void rnvme_glue_lo_hi_writeq(u64 value, void __iomem *addr)
+{
+	lo_hi_writeq(value, addr);
+}
+
+/* ---- DMA ------------------------------------------------------------------------------------- */
+
+/* The helpers pass DMA addresses as u64. */
+static_assert(sizeof(dma_addr_t) == sizeof(u64));
+
+int rnvme_glue_dma_set_mask_and_coherent(struct device *dev, u64 mask)
+{
+	return dma_set_mask_and_coherent(dev, mask);
+}
+
+int rnvme_glue_dma_mapping_error(struct device *dev, u64 addr)
+{
+	return dma_mapping_error(dev, addr);
+}
+
+struct dma_pool *rnvme_glue_dma_pool_create(const char *name, struct device *dev, size_t size,
+					    size_t align, size_t boundary)
+{
+	return dma_pool_create(name, dev, size, align, boundary);
+}
+
+void rnvme_glue_dma_pool_destroy(struct dma_pool *pool)
+{
+	dma_pool_destroy(pool);
+}
+
+void *rnvme_glue_dma_pool_alloc(struct dma_pool *pool, u64 *handle)
+{
+	dma_addr_t h = 0;
+	void *p = dma_pool_alloc(pool, GFP_ATOMIC, &h);
+
+	*handle = h;
+	return p;
+}
+
+void rnvme_glue_dma_pool_free(struct dma_pool *pool, void *vaddr, u64 handle)
+{
+	dma_pool_free(pool, vaddr, handle);
+}
+
+/* ---- blk-mq ---------------------------------------------------------------------------------- */
+
+void *rnvme_glue_blk_mq_rq_to_pdu(struct request *rq)
+{
+	return blk_mq_rq_to_pdu(rq);
+}
+
+struct request *rnvme_glue_blk_mq_rq_from_pdu(void *pdu)
+{
+	return blk_mq_rq_from_pdu(pdu);
+}
+
+struct request *rnvme_glue_blk_mq_tag_to_rq(struct blk_mq_tags *tags, unsigned int tag)
+{
+	return blk_mq_tag_to_rq(tags, tag);
+}
+
+/* Disks of this module: an open disk holds a reference on THIS_MODULE. */
+static const struct block_device_operations rnvme_glue_disk_fops = {
+	.owner = THIS_MODULE,
+};
+
+struct gendisk *rnvme_glue_blk_mq_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim,
+					     void *queuedata)
+{
+	struct gendisk *disk = blk_mq_alloc_disk(set, lim, queuedata);
+
+	if (!IS_ERR(disk))
+		disk->fops = &rnvme_glue_disk_fops;
+	return disk;
+}
+
+void rnvme_glue_spin_lock_init(spinlock_t *lock)
+{
+	spin_lock_init(lock);
+}
+
+unsigned long rnvme_glue_spin_lock_irqsave(spinlock_t *lock)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(lock, flags);
+	return flags;
+}
+
+void rnvme_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
+{
+	spin_unlock_irqrestore(lock, flags);
+}
+
+unsigned int rnvme_glue_num_online_cpus(void)
+{
+	return num_online_cpus();
+}
+
+/* Values kernel-glue/src (error.rs, block/mq/gen_disk.rs) spells out because bindgen cannot. */
+static_assert(BLK_STS_NOTSUPP == (__force blk_status_t)1);
+static_assert(BLK_STS_TIMEOUT == (__force blk_status_t)2);
+static_assert(BLK_STS_NOSPC == (__force blk_status_t)3);
+static_assert(BLK_STS_TRANSPORT == (__force blk_status_t)4);
+static_assert(BLK_STS_TARGET == (__force blk_status_t)5);
+static_assert(BLK_STS_MEDIUM == (__force blk_status_t)7);
+static_assert(BLK_STS_PROTECTION == (__force blk_status_t)8);
+static_assert(BLK_STS_RESOURCE == (__force blk_status_t)9);
+static_assert(BLK_STS_IOERR == (__force blk_status_t)10);
+static_assert(BLK_STS_AGAIN == (__force blk_status_t)12);
+static_assert(BLK_STS_DEV_RESOURCE == (__force blk_status_t)13);
+static_assert(BLK_STS_INVAL == (__force blk_status_t)19);
+static_assert(BLK_FEAT_WRITE_CACHE == (__force blk_features_t)(1u << 0));
+static_assert(BLK_FEAT_FUA == (__force blk_features_t)(1u << 1));
+static_assert(BLK_FEAT_POLL == (__force blk_features_t)(1u << 9));
+static_assert(IRQF_SHARED == 0x80);

@@ -2,66 +2,121 @@
 /*
  * C helpers of kernel-glue: out-of-line wrappers for static inline kernel functions and macros
  * that Rust cannot call. The Rust declarations are generated from this header by bindgen at build
- * time (rnvme/Kbuild), so the two cannot drift apart.
+ * time (rnvme/kbuild/crates.mk), so the two cannot drift apart. Helpers used only by the
+ * differential self-test live in kernel-glue/testing/helpers.h.
  */
 #ifndef RNVME_KERNEL_GLUE_HELPERS_H
 #define RNVME_KERNEL_GLUE_HELPERS_H
 
 #include <linux/compiler_types.h>
+#include <linux/spinlock_types.h>
 #include <linux/types.h>
 
-struct bio_vec;
-struct bvec_iter;
-struct iov_iter;
-struct iov_iter_state;
-struct mm_struct;
+struct blk_mq_tag_set;
+struct blk_mq_tags;
+struct device;
+struct dma_pool;
+struct gendisk;
 struct page;
+struct pci_dev;
+struct queue_limits;
+struct request;
 
 /* page_to_phys(): arithmetic on the pointer value (vmemmap), never a dereference. */
 phys_addr_t rnvme_glue_page_to_phys(const struct page *page);
 /* page_address(): the direct-map address of a (lowmem) page. */
 void *rnvme_glue_page_address(const struct page *page);
-/* virt_to_page() of a direct-map (kmalloc/page allocator) address. */
-struct page *rnvme_glue_virt_to_page(const void *addr);
-/* iov_iter_ubuf(). */
-void rnvme_glue_iov_iter_ubuf(struct iov_iter *i, unsigned int direction, void __user *buf,
-			      size_t count);
-/* iov_iter_save_state(): iov_offset, count and nr_segs of an iterator. */
-void rnvme_glue_iov_iter_save_state(const struct iov_iter *i, struct iov_iter_state *state);
-/*
- * copy_from_user() without zeroing the bytes it could not copy, as the kernel's own iov_iter
- * step does (copy_from_user_iter()): returns the number of bytes not copied.
- */
-unsigned long rnvme_glue_copy_from_user_nozero(void *to, const void __user *from,
-					       unsigned long n);
-/* clear_user(). */
-unsigned long rnvme_glue_clear_user(void __user *to, unsigned long n);
-/* vm_mmap() of an anonymous private read/write mapping of len bytes in current->mm. */
-unsigned long rnvme_glue_vm_mmap_anon(unsigned long len);
-/*
- * bio_advance_iter() (single == false) or bio_advance_iter_single() (single == true) for a
- * READ bio whose bvec table is `table`.
- */
-void rnvme_glue_bio_advance_iter(const struct bio_vec *table, struct bvec_iter *iter,
-				 unsigned int bytes, bool single);
-/* mp_bvec_iter_bvec() and bvec_iter_bvec(): the multipage and single-page current segment. */
-void rnvme_glue_bvec_iter_views(const struct bio_vec *table, const struct bvec_iter *iter,
-				struct bio_vec *mp, struct bio_vec *sp);
-/*
- * bio_split_rw_at(bio, lim, segs, max_bytes) on a bio from bio_kmalloc(nr) + bio_init() whose
- * table is filled with __bio_add_page() from the `nr` entries of `table` (no merging) and whose
- * bi_size is then set to `size` (at most the table's bytes), with queue limits holding the given
- * fields (all others 0). Stores the return value in *sectors and the segment count in *segs.
- * Returns 0, or -ENOMEM if the bio cannot be allocated. The bio is freed before returning.
- */
-int rnvme_glue_bio_split_rw_at(const struct bio_vec *table, unsigned short nr, unsigned int size,
-			       bool write, unsigned int logical_block_size,
-			       unsigned short max_segments, unsigned int max_segment_size,
-			       unsigned long seg_boundary_mask, unsigned long virt_boundary_mask,
-			       unsigned int max_bytes, int *sectors, unsigned int *segs);
 /* cond_resched(). */
 void rnvme_glue_cond_resched(void);
-/* current->mm (NULL in kernel threads). */
-const struct mm_struct *rnvme_glue_current_mm(void);
+
+/* ---- PCI (include/linux/pci.h) ---------------------------------------------------------------- */
+/*
+ * Allocates a struct pci_driver named `name` matching PCI class `class` under `class_mask` (any
+ * vendor/device), with the given probe/remove/shutdown callbacks, and registers it for
+ * THIS_MODULE (pci_register_driver()). Returns the driver (an opaque handle for
+ * rnvme_glue_pci_unregister()) or NULL with *err set. The driver has no MODULE_DEVICE_TABLE: the
+ * module is never autoloaded for a device.
+ */
+void *rnvme_glue_pci_register(const char *name, u32 class, u32 class_mask,
+			      int (*probe)(struct pci_dev *pdev),
+			      void (*remove)(struct pci_dev *pdev),
+			      void (*shutdown)(struct pci_dev *pdev), int *err);
+/* pci_unregister_driver() and free of a driver from rnvme_glue_pci_register(). */
+void rnvme_glue_pci_unregister(void *drv);
+/* &pdev->dev. */
+struct device *rnvme_glue_pci_device(struct pci_dev *pdev);
+/* pci_name(). */
+const char *rnvme_glue_pci_name(const struct pci_dev *pdev);
+/* pci_set_drvdata() / pci_get_drvdata(). */
+void rnvme_glue_pci_set_drvdata(struct pci_dev *pdev, void *data);
+void *rnvme_glue_pci_get_drvdata(struct pci_dev *pdev);
+/* pci_enable_device_mem() / pci_disable_device(). */
+int rnvme_glue_pci_enable_device_mem(struct pci_dev *pdev);
+void rnvme_glue_pci_disable_device(struct pci_dev *pdev);
+/* pci_set_master() (on) or pci_clear_master() (off). */
+void rnvme_glue_pci_set_master(struct pci_dev *pdev, bool on);
+/* pci_request_mem_regions() / pci_release_mem_regions(). */
+int rnvme_glue_pci_request_mem_regions(struct pci_dev *pdev, const char *name);
+void rnvme_glue_pci_release_mem_regions(struct pci_dev *pdev);
+/* pci_resource_len() of BAR `bar` if it is a memory BAR, else 0. */
+u64 rnvme_glue_pci_mem_resource_len(const struct pci_dev *pdev, int bar);
+/* pci_iomap(pdev, bar, maxlen) / pci_iounmap(). */
+void __iomem *rnvme_glue_pci_iomap(struct pci_dev *pdev, int bar, unsigned long maxlen);
+void rnvme_glue_pci_iounmap(struct pci_dev *pdev, void __iomem *addr);
+/*
+ * pci_alloc_irq_vectors_affinity(pdev, min, max, MSI-X | MSI | INTx (+ PCI_IRQ_AFFINITY when
+ * `pre_vectors` < max), { .pre_vectors = pre_vectors }): the vectors after the first
+ * `pre_vectors` are spread over the CPUs. Returns the number allocated or a negative errno.
+ */
+int rnvme_glue_pci_alloc_irq_vectors(struct pci_dev *pdev, unsigned int min, unsigned int max,
+				     unsigned int pre_vectors);
+/* pci_free_irq_vectors(). */
+void rnvme_glue_pci_free_irq_vectors(struct pci_dev *pdev);
+/* pci_irq_vector(): the Linux IRQ number of vector `nr`, or a negative errno. */
+int rnvme_glue_pci_irq_vector(struct pci_dev *pdev, unsigned int nr);
+/* dev->msix_enabled. */
+bool rnvme_glue_pci_msix_enabled(const struct pci_dev *pdev);
+
+/* ---- MMIO (include/linux/io.h, include/linux/io-64-nonatomic-lo-hi.h) ------------------------ */
+u32 rnvme_glue_readl(const void __iomem *addr);
+void rnvme_glue_writel(u32 value, void __iomem *addr);
+/* lo_hi_readq() / lo_hi_writeq(): two 32-bit accesses, low half first (NVMe 3.1.2). */
+u64 rnvme_glue_lo_hi_readq(const void __iomem *addr);
+void rnvme_glue_lo_hi_writeq(u64 value, void __iomem *addr);
+
+/* ---- DMA (include/linux/dma-mapping.h, include/linux/dmapool.h) ------------------------------- */
+/* dma_set_mask_and_coherent(). */
+int rnvme_glue_dma_set_mask_and_coherent(struct device *dev, u64 mask);
+/* dma_mapping_error(): non-zero when `addr` is the error value of a mapping call. */
+int rnvme_glue_dma_mapping_error(struct device *dev, u64 addr);
+/* dma_pool_create() / dma_pool_destroy() / dma_pool_alloc(GFP_ATOMIC) / dma_pool_free(). */
+struct dma_pool *rnvme_glue_dma_pool_create(const char *name, struct device *dev, size_t size,
+					    size_t align, size_t boundary);
+void rnvme_glue_dma_pool_destroy(struct dma_pool *pool);
+void *rnvme_glue_dma_pool_alloc(struct dma_pool *pool, u64 *handle);
+void rnvme_glue_dma_pool_free(struct dma_pool *pool, void *vaddr, u64 handle);
+
+/* ---- blk-mq (include/linux/blk-mq.h, include/linux/blkdev.h) --------------------------------- */
+/* blk_mq_rq_to_pdu() / blk_mq_rq_from_pdu(). */
+void *rnvme_glue_blk_mq_rq_to_pdu(struct request *rq);
+struct request *rnvme_glue_blk_mq_rq_from_pdu(void *pdu);
+/* blk_mq_tag_to_rq(): NULL when `tag` is out of range or has no request. */
+struct request *rnvme_glue_blk_mq_tag_to_rq(struct blk_mq_tags *tags, unsigned int tag);
+/*
+ * blk_mq_alloc_disk(set, lim, queuedata) with disk->fops set to a block_device_operations whose
+ * owner is THIS_MODULE (so an open disk holds a module reference and rmmod is refused).
+ * Returns the disk or an ERR_PTR.
+ */
+struct gendisk *rnvme_glue_blk_mq_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim, void *queuedata);
+/* ---- locks (include/linux/spinlock.h) -------------------------------------------------------- */
+/* spin_lock_init() (one lockdep class for all kernel-glue IRQ-safe locks). */
+void rnvme_glue_spin_lock_init(spinlock_t *lock);
+/* spin_lock_irqsave(): returns the saved flags. */
+unsigned long rnvme_glue_spin_lock_irqsave(spinlock_t *lock);
+/* spin_unlock_irqrestore(). */
+void rnvme_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
+
+/* num_online_cpus(). */
+unsigned int rnvme_glue_num_online_cpus(void);
 
 #endif /* RNVME_KERNEL_GLUE_HELPERS_H */

@@ -19,4 +19,10 @@
 #[allow(unused_imports)]
 use kernel::{bindings::*, ffi};
 
+/// `struct dma_pool` (opaque; `include/linux/dmapool.h` is not in the kernel crate's bindings).
+#[repr(C)]
+pub struct dma_pool {
+    _unused: [u8; 0],
+}
+
 include!(env!("RNVME_GLUE_HELPERS_RS"));

@@ -17,7 +17,7 @@ use crate::helpers;
 /// ([`Page::nth`] is `page + n`) never touches memory; [`Page::phys`] (`page_to_phys`) is
 /// arithmetic on the value with `CONFIG_SPARSEMEM_VMEMMAP` (required), so it works for any value
 /// (a meaningless address for a pointer that is not a `struct page`). Only a
-/// page memory ([`crate::PagePool`]) dereferences handles, and it first checks that the handle is
+/// page memory (`kernel_glue_testing::PagePool`) dereferences handles, and it first checks that the handle is
 /// a page of an allocation it owns. A `KPage` may therefore name any page, or none, and building
 /// one is safe.
 ///
@@ -94,7 +94,7 @@ const _: () = {
 ///
 /// The pointer is valid for reads of `table.len()` elements for as long as `table` is borrowed.
 #[inline]
-pub(crate) fn bio_vec_ptr(table: &[Bvec<KPage>]) -> *const bindings::bio_vec {
+pub fn bio_vec_ptr(table: &[Bvec<KPage>]) -> *const bindings::bio_vec {
     // Same layout: checked by the `const` block above.
     table.as_ptr().cast::<bindings::bio_vec>()
 }

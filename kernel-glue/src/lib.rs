@@ -12,30 +12,33 @@
 //! - [`KPage`]: a `struct page *` handle, layout-checked so `bvec::Bvec<KPage>` *is* a
 //!   `struct bio_vec`;
 //! - [`OwnedPages`]: an `alloc_pages` allocation freed on drop;
-//! - [`PagePool`]: a set of allocations whose pages are reached with `kmap_local_page`;
-//! - [`UserMapping`]: an anonymous mapping in the current process (`vm_mmap`);
-//! - [`CheckedMemory`]: pages, kernel buffers and a user mapping, every access range-checked;
-//! - [`c_iov`], [`c_bvec`], [`c_bio`]: the kernel's own `struct iov_iter`, `struct bvec_iter`
-//!   and `bio_split_rw_at`, for differential tests;
-//! - [`params`]: C-declared module parameters; [`sched`]: `cond_resched`.
+//! - [`params`]: C-declared module parameters; [`sched`]: `cond_resched`;
+//! - for drivers: [`pci`] (driver registration by class, enable, bus mastering, DMA mask),
+//!   [`io`] (bounds-checked MMIO on a BAR), [`irq`] (MSI-X/MSI/INTx vectors and handlers),
+//!   [`dma`] (coherent buffers, pools, streaming mappings), [`block::mq`] (tag sets, requests
+//!   with a PDU, disks), [`error`] (errno and `blk_status_t`), [`time`] (`msleep`).
 //!
-//! Built by Kbuild only (see `rnvme/Kbuild`), which adds `#![no_std]` and the kernel's lints.
+//! The wrappers only the differential self-test needs (checked page memory, a user mapping, the
+//! kernel's own `iov_iter`/`bvec_iter`/bio split) are in the `kernel_glue_testing` crate
+//! (`kernel-glue/testing/`), so the driver module links none of them.
+//!
+//! Built by Kbuild only (see `rnvme/kbuild/crates.mk`), which adds `#![no_std]` and the kernel's
+//! lints.
 
 mod helpers;
 mod kpage;
-mod memory;
 mod owned_pages;
-mod pool;
-mod user;
 
-pub mod c_bio;
-pub mod c_bvec;
-pub mod c_iov;
+pub mod block;
+pub mod dma;
+pub mod error;
+pub mod io;
+pub mod irq;
 pub mod params;
+pub mod pci;
 pub mod sched;
+pub mod sync;
+pub mod time;
 
-pub use kpage::KPage;
-pub use memory::CheckedMemory;
+pub use kpage::{bio_vec_ptr, KPage};
 pub use owned_pages::{OwnedPages, MAX_ORDER};
-pub use pool::PagePool;
-pub use user::UserMapping;

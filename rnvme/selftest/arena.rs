@@ -3,7 +3,8 @@
 //! The memory every differential case runs on: pages, kmalloc'd buffers and a user mapping.
 
 use kernel::{alloc::KVVec, prelude::*};
-use kernel_glue::{CheckedMemory, KPage};
+use kernel_glue::KPage;
+use kernel_glue_testing::CheckedMemory;
 
 use crate::rng::Rng;
 

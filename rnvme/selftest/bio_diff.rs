@@ -29,9 +29,10 @@
 use bio::{split_rw_at, Bio, BioError, LimitsConfig, Op, QueueLimits, SplitPoint};
 use bvec::{Bvec, Page, PAGE_SIZE};
 use kernel::prelude::*;
-use kernel_glue::{
+use kernel_glue::KPage;
+use kernel_glue_testing::{
     c_bio::{self, CSplit},
-    KPage, PagePool,
+    PagePool,
 };
 
 use crate::rng::Rng;

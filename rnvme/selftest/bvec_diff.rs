@@ -9,10 +9,8 @@
 
 use bvec::{Bvec, BvecIter};
 use kernel::prelude::*;
-use kernel_glue::{
-    c_bvec::{CBvecIter, CBvecView},
-    KPage,
-};
+use kernel_glue::KPage;
+use kernel_glue_testing::c_bvec::{CBvecIter, CBvecView};
 
 use crate::arena::Arena;
 use crate::geometry::gen_bvec;

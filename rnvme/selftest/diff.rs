@@ -12,10 +12,8 @@
 use bvec::{Bvec, Page, PAGE_SIZE};
 use iov::{AnyDir, Dest, FixedDirection, IovError, IovIter, Iovec, Kvec, Source};
 use kernel::prelude::*;
-use kernel_glue::{
-    c_iov::{CDirection, CIovIter},
-    KPage,
-};
+use kernel_glue::KPage;
+use kernel_glue_testing::c_iov::{CDirection, CIovIter};
 
 use crate::arena::Arena;
 use crate::geometry::{Case, KindSel, Op, Table};

@@ -6,7 +6,8 @@ use bio::{BioBuilder, Op};
 use bvec::{Bvec, BvecIter, Page, PageMemory, PAGE_SIZE};
 use iov::{Dest, IovIter, Kvec, Source};
 use kernel::prelude::*;
-use kernel_glue::{CheckedMemory, KPage, OwnedPages};
+use kernel_glue::{KPage, OwnedPages};
+use kernel_glue_testing::CheckedMemory;
 
 /// Counts checks and reports the failed ones.
 #[derive(Debug, Default)]

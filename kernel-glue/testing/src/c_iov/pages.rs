@@ -9,7 +9,7 @@ use bvec::{Page, PAGE_SIZE};
 use kernel::bindings;
 
 use super::{CDirection, CIovIter, Segs};
-use crate::KPage;
+use kernel_glue::KPage;
 
 impl CIovIter<'_> {
     /// Whether bytes `offset .. offset + len` of pool page `page` overlap the iterator's memory.

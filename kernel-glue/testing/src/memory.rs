@@ -12,7 +12,9 @@ use kernel::{
     error::{code::EINVAL, Result},
 };
 
-use crate::{helpers, KPage, PagePool, UserMapping};
+use kernel_glue::KPage;
+
+use crate::{helpers, PagePool, UserMapping};
 
 /// Kind of region a kernel address falls in.
 #[derive(Clone, Copy)]
@@ -24,7 +26,7 @@ enum Region {
 /// Pages, kernel buffers and an optional user mapping, reachable through addresses and page
 /// handles that are validated on every access.
 ///
-/// - Page handles ([`crate::KPage`]) must name a page of the [`PagePool`].
+/// - Page handles ([`KPage`]) must name a page of the [`PagePool`].
 /// - Kernel addresses (`struct kvec` bases) must lie in one of the kmalloc'd buffers or in the
 ///   direct-map range of one of the pool's allocations.
 /// - User addresses are passed to `copy_to_user`/`copy_from_user`/`clear_user`, which check

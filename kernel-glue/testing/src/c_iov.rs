@@ -16,7 +16,9 @@ use core::mem::{offset_of, size_of};
 use bvec::Bvec;
 use kernel::{bindings, ffi};
 
-use crate::{helpers, kpage::bio_vec_ptr, CheckedMemory, KPage};
+use kernel_glue::{bio_vec_ptr, KPage};
+
+use crate::{helpers, CheckedMemory};
 
 mod pages;
 

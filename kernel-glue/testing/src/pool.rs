@@ -11,7 +11,7 @@ use kernel::{
     bindings,
 };
 
-use crate::{KPage, OwnedPages};
+use kernel_glue::{KPage, OwnedPages};
 
 /// Page allocations owned together; handles into them can be read and written.
 ///

@@ -9,7 +9,9 @@ use bio::QueueLimits;
 use bvec::Bvec;
 use kernel::prelude::*;
 
-use crate::{helpers, kpage::bio_vec_ptr, KPage};
+use kernel_glue::{bio_vec_ptr, KPage};
+
+use crate::helpers;
 
 /// Most segments of a table handed to the kernel (`BIO_MAX_VECS`).
 pub const MAX_VECS: usize = 256;

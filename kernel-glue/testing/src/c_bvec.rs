@@ -9,7 +9,9 @@
 use bvec::Bvec;
 use kernel::bindings;
 
-use crate::{helpers, kpage::bio_vec_ptr, KPage};
+use kernel_glue::{bio_vec_ptr, KPage};
+
+use crate::helpers;
 
 /// One segment as the kernel computed it: page, offset and length (a `struct bio_vec`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Tag sets (`struct blk_mq_tag_set`): hardware queues, depth, the per-request PDU.
+//!
+//! C header: [`include/linux/blk-mq.h`](srctree/include/linux/blk-mq.h)
+
+use core::mem::{align_of, size_of};
+
+use kernel::{alloc::KBox, bindings, prelude::*, sync::Arc, types::Opaque};
+
+use super::{operations::OperationsVTable, request::Pdu, Operations, Request};
+use crate::{helpers, pci};
+
+/// How hardware queues are mapped to CPUs.
+#[derive(Clone, Debug)]
+pub enum QueueMap {
+    /// Spread evenly over the CPUs (`blk_mq_map_queues()`).
+    Spread,
+    /// Follow the affinity of the device's interrupt vectors, queue `i` on vector
+    /// `offset + i` (`blk_mq_map_hw_queues()`; falls back to `Spread` without affinity).
+    Irq {
+        /// The device whose vectors' affinity is used.
+        dev: pci::Device,
+        /// First vector of the queues.
+        offset: u32,
+    },
+}
+
+/// The tag set and what its callbacks reach through `driver_data`.
+struct Inner<T: Operations> {
+    raw: Opaque<bindings::blk_mq_tag_set>,
+    data: Arc<T::Data>,
+    map: QueueMap,
+}
+
+/// A blk-mq tag set of driver `T`, freed (`blk_mq_free_tag_set()`) when the last `Arc` goes;
+/// every [`super::GenDisk`] holds one.
+///
+/// # Invariants
+///
+/// `inner.raw` was set up by `blk_mq_alloc_tag_set` with [`OperationsVTable<T>`],
+/// `cmd_size >= size_of::<Pdu<T>>()` and `driver_data` pointing to `inner` (which never moves:
+/// it is boxed); it is freed only by the drop.
+pub struct TagSet<T: Operations> {
+    inner: KBox<Inner<T>>,
+}
+
+// SAFETY: the C tag set is used from any CPU by blk-mq itself; `T::Data` is `Send + Sync`.
+unsafe impl<T: Operations> Send for TagSet<T> {}
+// SAFETY: `&TagSet` only reads constant fields and the `Sync` driver data.
+unsafe impl<T: Operations> Sync for TagSet<T> {}
+
+impl<T: Operations> core::fmt::Debug for TagSet<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TagSet").finish()
+    }
+}
+
+impl<T: Operations> TagSet<T> {
+    /// Allocates a tag set of `nr_hw_queues` queues of `depth` tags, of which the first
+    /// `nr_default` are `HCTX_TYPE_DEFAULT` queues and the rest `HCTX_TYPE_POLL` queues,
+    /// with a request timeout of `timeout_ms` milliseconds.
+    pub fn new(
+        data: Arc<T::Data>,
+        nr_default: u32,
+        nr_poll: u32,
+        depth: u32,
+        timeout_ms: u32,
+        map: QueueMap,
+    ) -> Result<Arc<Self>> {
+        let pdu = size_of::<Pdu<T>>();
+        // blk-mq places the PDU right after `struct request` (8-byte aligned).
+        if align_of::<Pdu<T>>() > 8 || nr_default == 0 || depth == 0 {
+            return Err(EINVAL);
+        }
+        let nr_hw_queues = nr_default.checked_add(nr_poll).ok_or(EINVAL)?;
+        let inner = KBox::new(
+            Inner {
+                // SAFETY: `blk_mq_tag_set` is a plain C struct for which all-zero is the
+                // expected starting value (C drivers `memset` it).
+                raw: Opaque::new(unsafe { core::mem::zeroed() }),
+                data,
+                map,
+            },
+            GFP_KERNEL,
+        )?;
+        let raw = inner.raw.get();
+        let inner_ptr: *const Inner<T> = &*inner;
+        // SAFETY: `raw` points to the boxed, not yet registered tag set; nothing else uses it.
+        unsafe {
+            (*raw).ops = OperationsVTable::<T>::build();
+            (*raw).nr_hw_queues = nr_hw_queues;
+            (*raw).nr_maps = if nr_poll > 0 {
+                bindings::hctx_type_HCTX_TYPE_POLL + 1
+            } else {
+                1
+            };
+            // The map sizes are set again in `map_queues_raw`; `nr_queues` of the default map
+            // must be set for validation.
+            (*raw).map[0].nr_queues = nr_default;
+            (*raw).queue_depth = depth;
+            (*raw).cmd_size = u32::try_from(pdu).map_err(|_| EINVAL)?;
+            (*raw).numa_node = bindings::NUMA_NO_NODE;
+            (*raw).timeout = timeout_ms.saturating_mul(bindings::HZ) / 1000;
+            (*raw).flags = bindings::BLK_MQ_F_SHOULD_MERGE;
+            (*raw).driver_data = inner_ptr.cast_mut().cast();
+        }
+        // SAFETY: `raw` is fully set up; the boxed `Inner` outlives the tag set (freed in drop).
+        crate::error::to_result(unsafe { bindings::blk_mq_alloc_tag_set(raw) })?;
+        // SAFETY: still our tag set; store the real poll count for `map_queues_raw`.
+        unsafe {
+            if nr_poll > 0 {
+                (*raw).map[bindings::hctx_type_HCTX_TYPE_POLL as usize].nr_queues = nr_poll;
+            }
+        }
+        // INVARIANT: allocated above with `driver_data == inner`.
+        Ok(Arc::new(Self { inner }, GFP_KERNEL)?)
+    }
+
+    /// The raw tag set.
+    pub(crate) fn raw(&self) -> *mut bindings::blk_mq_tag_set {
+        self.inner.raw.get()
+    }
+
+    /// The driver data.
+    pub fn data(&self) -> &Arc<T::Data> {
+        &self.inner.data
+    }
+
+    /// The driver data of a raw tag set.
+    ///
+    /// # Safety
+    ///
+    /// `set` must be the live raw tag set of a [`TagSet<T>`].
+    pub(crate) unsafe fn data_from_raw<'a>(set: *mut bindings::blk_mq_tag_set) -> &'a T::Data {
+        // SAFETY: `driver_data` points to the boxed `Inner<T>` (type invariant), live while the
+        // tag set is.
+        unsafe { &(*(*set).driver_data.cast::<Inner<T>>()).data }
+    }
+
+    /// Sets up the CPU to hardware queue maps (the `map_queues` callback).
+    ///
+    /// # Safety
+    ///
+    /// `set` must be the live raw tag set of a [`TagSet<T>`], in its `map_queues` callback.
+    pub(crate) unsafe fn map_queues_raw(set: *mut bindings::blk_mq_tag_set) {
+        // SAFETY: as in `data_from_raw`.
+        let inner = unsafe { &*(*set).driver_data.cast::<Inner<T>>() };
+        // SAFETY: blk-mq lets `map_queues` write the maps of `set`.
+        unsafe {
+            let nr_default = (*set).map[0].nr_queues;
+            let nr_total = (*set).nr_hw_queues;
+            let default = &raw mut (*set).map[bindings::hctx_type_HCTX_TYPE_DEFAULT as usize];
+            (*default).queue_offset = 0;
+            match &inner.map {
+                QueueMap::Irq { dev, offset } => {
+                    bindings::blk_mq_map_hw_queues(default, dev.device_raw(), *offset)
+                }
+                QueueMap::Spread => bindings::blk_mq_map_queues(default),
+            }
+            if (*set).nr_maps > bindings::hctx_type_HCTX_TYPE_POLL {
+                // No separate read queues: the read map is empty.
+                (*set).map[bindings::hctx_type_HCTX_TYPE_READ as usize].nr_queues = 0;
+                let poll = &raw mut (*set).map[bindings::hctx_type_HCTX_TYPE_POLL as usize];
+                (*poll).nr_queues = nr_total.saturating_sub(nr_default);
+                (*poll).queue_offset = nr_default;
+                if (*poll).nr_queues > 0 {
+                    bindings::blk_mq_map_queues(poll);
+                }
+            }
+        }
+    }
+
+    /// The request holding `tag` on hardware queue `hctx_idx`, if any (`blk_mq_tag_to_rq()`).
+    ///
+    /// The request may be idle or belong to another submission than the caller expects: the
+    /// caller checks (e.g. a command id generation in [`Operations::Shared`]).
+    pub fn tag_to_rq(&self, hctx_idx: u32, tag: u32) -> Option<&Request<T>> {
+        let raw = self.raw();
+        // SAFETY: our live tag set (type invariant); `tags` has `nr_hw_queues` entries.
+        let tags = unsafe {
+            if hctx_idx >= (*raw).nr_hw_queues || (*raw).tags.is_null() {
+                return None;
+            }
+            *(*raw).tags.add(hctx_idx as usize)
+        };
+        if tags.is_null() {
+            return None;
+        }
+        // SAFETY: `tags` is a live tag map of this set; the helper range-checks `tag`.
+        let rq = unsafe { helpers::rnvme_glue_blk_mq_tag_to_rq(tags, tag) };
+        if rq.is_null() {
+            return None;
+        }
+        // SAFETY: requests of a tag map live as long as the tag set, which `&self` keeps.
+        Some(unsafe { Request::from_raw(rq) })
+    }
+}
+
+impl<T: Operations> Drop for TagSet<T> {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` (type invariant); every disk on it holds an `Arc` to
+        // this value, so none is left.
+        unsafe { bindings::blk_mq_free_tag_set(self.raw()) };
+    }
+}

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Streaming DMA mappings of page segments (`dma_map_page_attrs()`), unmapped on drop.
+//!
+//! C header: [`include/linux/dma-mapping.h`](srctree/include/linux/dma-mapping.h)
+
+use bvec::Bvec;
+use kernel::{bindings, prelude::*};
+
+use crate::{helpers, pci, KPage};
+
+/// Direction of a streaming mapping (`enum dma_data_direction`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Direction {
+    /// The device reads the memory (a write command).
+    ToDevice,
+    /// The device writes the memory (a read command).
+    FromDevice,
+}
+
+impl Direction {
+    fn raw(self) -> bindings::dma_data_direction {
+        match self {
+            Self::ToDevice => bindings::dma_data_direction_DMA_TO_DEVICE,
+            Self::FromDevice => bindings::dma_data_direction_DMA_FROM_DEVICE,
+        }
+    }
+}
+
+/// One mapped segment: the bus address and length the device uses.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct MappedSegment {
+    /// Bus address of the first byte.
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: u32,
+}
+
+/// Up to `N` page segments mapped for one direction; every segment is unmapped on drop.
+///
+/// # Invariants
+///
+/// The first `n` entries of `segs` are live `dma_map_page_attrs` mappings for `dev` in
+/// direction `dir`, unmapped only by the drop.
+#[derive(Debug)]
+pub struct Mapping<const N: usize> {
+    dev: pci::Device,
+    dir: Direction,
+    segs: [MappedSegment; N],
+    n: usize,
+}
+
+impl<const N: usize> Mapping<N> {
+    /// An empty mapping set for `dev`, to which segments are added with [`Mapping::map`].
+    pub fn new(dev: &pci::Device, dir: Direction) -> Self {
+        // INVARIANT: no mapping yet.
+        Self {
+            dev: dev.clone(),
+            dir,
+            segs: [MappedSegment::default(); N],
+            n: 0,
+        }
+    }
+
+    /// Maps `seg` (a segment of physically contiguous pages, e.g. a multipage `bio_vec`).
+    ///
+    /// # Errors
+    ///
+    /// `ENOSPC` when `N` segments are already mapped, `EIO` when the DMA API refuses.
+    ///
+    /// # Safety
+    ///
+    /// `seg` must name memory that stays allocated, and that nothing but the device accesses
+    /// against the direction (e.g. the pages of an in-flight request), until this value is
+    /// dropped.
+    pub unsafe fn map(&mut self, seg: &Bvec<KPage>) -> Result {
+        if self.n >= N {
+            return Err(ENOSPC);
+        }
+        // SAFETY: `dev` is valid; `seg` is `len` bytes at `offset` in physically contiguous
+        // pages starting at `page` (the `Bvec` invariant and the function contract).
+        let addr = unsafe {
+            bindings::dma_map_page_attrs(
+                self.dev.device_raw(),
+                seg.page().as_ptr(),
+                seg.offset() as usize,
+                seg.len() as usize,
+                self.dir.raw(),
+                0,
+            )
+        };
+        // SAFETY: `dev` is valid; `addr` was just returned by a mapping call for it.
+        if unsafe { helpers::rnvme_glue_dma_mapping_error(self.dev.device_raw(), addr) } != 0 {
+            return Err(EIO);
+        }
+        let slot = self.segs.get_mut(self.n).ok_or(ENOSPC)?;
+        *slot = MappedSegment {
+            addr,
+            len: seg.len(),
+        };
+        // INVARIANT: entry `n` is now a live mapping.
+        self.n += 1;
+        Ok(())
+    }
+
+    /// The mapped segments, in order.
+    pub fn segments(&self) -> &[MappedSegment] {
+        self.segs.get(..self.n).unwrap_or(&[])
+    }
+}
+
+impl<const N: usize> Drop for Mapping<N> {
+    fn drop(&mut self) {
+        for s in self.segs.iter().take(self.n) {
+            // SAFETY: a live mapping of `dev` in `dir` (type invariant), unmapped once here.
+            unsafe {
+                bindings::dma_unmap_page_attrs(
+                    self.dev.device_raw(),
+                    s.addr,
+                    s.len as usize,
+                    self.dir.raw(),
+                    0,
+                )
+            };
+        }
+    }
+}

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A spinlock taken with interrupts disabled (`spin_lock_irqsave()`), for data shared between
+//! process context and a hard-IRQ handler.
+//!
+//! C header: [`include/linux/spinlock.h`](srctree/include/linux/spinlock.h)
+//!
+//! Linux 6.12's `kernel::sync::SpinLock` never disables interrupts, so it cannot protect data
+//! an interrupt handler also locks (the handler would spin on the CPU that holds the lock).
+
+use core::{
+    cell::UnsafeCell,
+    ops::{Deref, DerefMut},
+};
+
+use kernel::{alloc::KBox, bindings, prelude::*, types::Opaque};
+
+use crate::helpers;
+
+/// Data of type `T` behind an IRQ-safe spinlock.
+///
+/// # Invariants
+///
+/// `lock` is an initialised `spinlock_t` that never moves (boxed); `data` is only reached
+/// through an [`IrqSpinLockGuard`], which holds the lock.
+pub struct IrqSpinLock<T> {
+    lock: KBox<Opaque<bindings::spinlock_t>>,
+    data: UnsafeCell<T>,
+}
+
+// SAFETY: the lock hands `T` to one thread at a time; `T: Send` may move between threads.
+unsafe impl<T: Send> Send for IrqSpinLock<T> {}
+// SAFETY: as above: shared access only gives `&mut T` under the lock.
+unsafe impl<T: Send> Sync for IrqSpinLock<T> {}
+
+impl<T> core::fmt::Debug for IrqSpinLock<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("IrqSpinLock").finish()
+    }
+}
+
+impl<T> IrqSpinLock<T> {
+    /// A new unlocked lock around `data` (allocates the `spinlock_t`; may sleep).
+    pub fn new(data: T) -> Result<Self> {
+        let lock = KBox::new(Opaque::<bindings::spinlock_t>::uninit(), GFP_KERNEL)?;
+        // SAFETY: `lock.get()` is valid, boxed memory for a `spinlock_t`, initialised here once
+        // before any use.
+        unsafe { helpers::rnvme_glue_spin_lock_init(lock.get()) };
+        // INVARIANT: initialised above; boxed, so it never moves.
+        Ok(Self {
+            lock,
+            data: UnsafeCell::new(data),
+        })
+    }
+
+    /// Takes the lock with local interrupts disabled until the guard drops.
+    pub fn lock(&self) -> IrqSpinLockGuard<'_, T> {
+        // SAFETY: initialised lock (type invariant).
+        let flags = unsafe { helpers::rnvme_glue_spin_lock_irqsave(self.lock.get()) };
+        IrqSpinLockGuard { lock: self, flags }
+    }
+}
+
+/// The held lock of an [`IrqSpinLock`]; unlocks and restores interrupts on drop.
+pub struct IrqSpinLockGuard<'a, T> {
+    lock: &'a IrqSpinLock<T>,
+    flags: kernel::ffi::c_ulong,
+}
+
+impl<T> core::fmt::Debug for IrqSpinLockGuard<'_, T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("IrqSpinLockGuard").finish()
+    }
+}
+
+impl<T> Deref for IrqSpinLockGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the guard holds the lock, so no other reference to the data exists.
+        unsafe { &*self.lock.data.get() }
+    }
+}
+
+impl<T> DerefMut for IrqSpinLockGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`, and `&mut self` makes this the only reference.
+        unsafe { &mut *self.lock.data.get() }
+    }
+}
+
+impl<T> Drop for IrqSpinLockGuard<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: the lock is held by this guard with these flags.
+        unsafe { helpers::rnvme_glue_spin_unlock_irqrestore(self.lock.lock.get(), self.flags) };
+    }
+}

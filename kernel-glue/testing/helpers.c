@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * C helpers of kernel-glue-testing; see helpers.h. Each helper calls the static inline function
+ * or macro it is named after.
+ */
+#include <linux/bio.h>
+#include <linux/blkdev.h>
+#include <linux/bvec.h>
+#include <linux/highmem.h>
+#include <linux/instrumented.h>
+#include <linux/mm.h>
+#include <linux/mman.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/uio.h>
+
+#include "helpers.h"
+
+struct page *rnvme_glue_virt_to_page(const void *addr)
+{
+	return virt_to_page(addr);
+}
+
+void rnvme_glue_iov_iter_ubuf(struct iov_iter *i, unsigned int direction, void __user *buf,
+			      size_t count)
+{
+	iov_iter_ubuf(i, direction, buf, count);
+}
+
+void rnvme_glue_iov_iter_save_state(const struct iov_iter *i, struct iov_iter_state *state)
+{
+	/* iov_iter_save_state() takes a non-const pointer but only reads. */
+	state->iov_offset = i->iov_offset;
+	state->count = i->count;
+	state->nr_segs = i->nr_segs;
+}
+
+unsigned long rnvme_glue_copy_from_user_nozero(void *to, const void __user *from,
+					       unsigned long n)
+{
+	unsigned long left = n;
+
+	might_fault();
+	if (access_ok(from, n)) {
+		instrument_copy_from_user_before(to, from, n);
+		left = raw_copy_from_user(to, from, n);
+		instrument_copy_from_user_after(to, from, n, left);
+	}
+	return left;
+}
+
+unsigned long rnvme_glue_clear_user(void __user *to, unsigned long n)
+{
+	return clear_user(to, n);
+}
+
+unsigned long rnvme_glue_vm_mmap_anon(unsigned long len)
+{
+	return vm_mmap(NULL, 0, len, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, 0);
+}
+
+void rnvme_glue_bio_advance_iter(const struct bio_vec *table, struct bvec_iter *iter,
+				 unsigned int bytes, bool single)
+{
+	/* Only bi_opf and bi_io_vec are read by the two inline functions. */
+	struct bio bio = { .bi_opf = REQ_OP_READ, .bi_io_vec = (struct bio_vec *)table };
+
+	if (single)
+		bio_advance_iter_single(&bio, iter, bytes);
+	else
+		bio_advance_iter(&bio, iter, bytes);
+}
+
+void rnvme_glue_bvec_iter_views(const struct bio_vec *table, const struct bvec_iter *iter,
+				struct bio_vec *mp, struct bio_vec *sp)
+{
+	*mp = mp_bvec_iter_bvec(table, *iter);
+	*sp = bvec_iter_bvec(table, *iter);
+}
+
+const struct mm_struct *rnvme_glue_current_mm(void)
+{
+	return current->mm;
+}
+
+int rnvme_glue_bio_split_rw_at(const struct bio_vec *table, unsigned short nr, unsigned int size,
+			       bool write, unsigned int logical_block_size,
+			       unsigned short max_segments, unsigned int max_segment_size,
+			       unsigned long seg_boundary_mask, unsigned long virt_boundary_mask,
+			       unsigned int max_bytes, int *sectors, unsigned int *segs)
+{
+	/* Only the fields bio_split_rw_at() and its helpers read; zone_write_granularity is 0. */
+	const struct queue_limits lim = {
+		.logical_block_size = logical_block_size,
+		.physical_block_size = logical_block_size,
+		.max_segments = max_segments,
+		.max_segment_size = max_segment_size,
+		.seg_boundary_mask = seg_boundary_mask,
+		.virt_boundary_mask = virt_boundary_mask,
+	};
+	struct bio *bio;
+	unsigned short i;
+
+	bio = bio_kmalloc(nr, GFP_KERNEL);
+	if (!bio)
+		return -ENOMEM;
+	bio_init(bio, NULL, bio->bi_inline_vecs, nr, write ? REQ_OP_WRITE : REQ_OP_READ);
+	/* __bio_add_page() never merges: the kernel's table is exactly ours. */
+	for (i = 0; i < nr; i++)
+		__bio_add_page(bio, table[i].bv_page, table[i].bv_len, table[i].bv_offset);
+	bio->bi_iter.bi_size = size;
+	*segs = 0;
+	*sectors = bio_split_rw_at(bio, &lim, segs, max_bytes);
+	bio_uninit(bio);
+	kfree(bio);
+	return 0;
+}
