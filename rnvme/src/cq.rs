@@ -167,6 +167,11 @@ impl CompletionQueue {
         self.qid
     }
 
+    /// Number of slots.
+    pub const fn depth(&self) -> u32 {
+        self.depth
+    }
+
     /// Next slot to look at.
     pub const fn head(&self) -> u16 {
         self.head

@@ -92,8 +92,10 @@ pub struct SimController {
     /// Queue pairs granted by the last Number of Queues (0 before).
     pub granted: u16,
     rng: u64,
-    /// Hostile entries injected so far.
+    /// Visible hostile entries injected so far.
     pub injected: u32,
+    /// Stale-phase entries written so far (invisible to a correct host).
+    pub injected_hidden: u32,
     /// Doorbell writes that named a queue that does not exist or a value out of range.
     pub bad_doorbells: u32,
     /// Commands executed, by opcode class: (admin, io).
@@ -118,6 +120,7 @@ impl SimController {
             pending: Vec::new(),
             granted: 0,
             injected: 0,
+            injected_hidden: 0,
             bad_doorbells: 0,
             executed: (0, 0),
         }

@@ -188,7 +188,16 @@ impl Host {
             bus: &self.bus,
             base: hq.cq_base,
         };
+        // A correct ring yields at most `depth` entries before its phase flips away from what
+        // is in memory; the bound keeps a broken ring from hanging the test.
+        let mut budget = hq.cq.depth();
         while let Some(r) = hq.cq.next(&mem) {
+            budget = budget.saturating_sub(1);
+            if budget == 0 {
+                self.rejected
+                    .push(format!("q{q}: ring yielded more than its depth"));
+                break;
+            }
             let c = match r {
                 Ok(c) => c,
                 Err(e) => {

@@ -67,6 +67,8 @@ impl SimController {
         };
         if written && kind.visible() {
             self.injected += 1;
+        } else if written {
+            self.injected_hidden += 1;
         }
     }
 
