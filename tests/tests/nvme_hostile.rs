@@ -84,7 +84,7 @@ proptest! {
         }
         prop_assert_eq!(host.rejected.len() as u32, host.ctrl.injected, "{:?}", host.rejected);
         prop_assert_eq!(host.queues[1].cids.in_flight(), 0);
-        prop_assert!(&host.ctrl.namespaces[&1].data == &model);
+        prop_assert!(host.ctrl.namespaces[&1].data == model);
     }
 }
 
