@@ -86,7 +86,7 @@ fn every_status_code_maps_as_nvme_error_status() {
         for high in [0u16, 0x0800, 0x1000, 0x1800, 0x2000, 0x4000, 0x7800] {
             let code = sct_sc | high;
             for phase in [0u16, 1] {
-                let s = Status::from_raw(code << 1 | phase);
+                let s = Status::from_raw((code << 1) | phase);
                 assert_eq!(s.code(), code);
                 assert_eq!(s.phase(), phase == 1);
                 assert_eq!(BlkStatus::from_nvme(s).value(), want, "status {code:#x}");
