@@ -252,8 +252,12 @@ impl SubmissionEntry {
     /// The 64 wire bytes.
     pub fn to_bytes(&self) -> [u8; SQE_SIZE] {
         let mut out = [0u8; SQE_SIZE];
-        for (n, chunk) in out.chunks_exact_mut(4).enumerate() {
-            chunk.copy_from_slice(&self.cdw(n).unwrap_or(0).to_le_bytes());
+        // Indexed by dword rather than `chunks_exact_mut(4)`, whose out-of-line length division
+        // is a divide-by-zero panic path objtool rejects in the kernel module.
+        for n in 0..SQE_SIZE / 4 {
+            if let Some(dst) = out.get_mut(n * 4..n * 4 + 4) {
+                dst.copy_from_slice(&self.cdw(n).unwrap_or(0).to_le_bytes());
+            }
         }
         out
     }
@@ -261,10 +265,13 @@ impl SubmissionEntry {
     /// An entry from its 64 wire bytes.
     pub fn from_bytes(b: &[u8; SQE_SIZE]) -> Self {
         let mut d = [0u32; 16];
-        for (v, chunk) in d.iter_mut().zip(b.chunks_exact(4)) {
-            let mut w = [0u8; 4];
-            w.copy_from_slice(chunk);
-            *v = u32::from_le_bytes(w);
+        // Indexed by dword, see `to_bytes`.
+        for (n, v) in d.iter_mut().enumerate() {
+            if let Some(chunk) = b.get(n * 4..n * 4 + 4) {
+                let mut w = [0u8; 4];
+                w.copy_from_slice(chunk);
+                *v = u32::from_le_bytes(w);
+            }
         }
         let [d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, d12, d13, d14, d15] = d;
         let q = |lo: u32, hi: u32| (u64::from(lo) | (u64::from(hi) << 32)).to_le();
@@ -376,13 +383,12 @@ impl CompletionEntry {
         let mut out = [0u8; CQE_SIZE];
         let (r, rest) = out.split_at_mut(8);
         r.copy_from_slice(&self.result64().to_le_bytes());
-        for (chunk, v) in rest.chunks_exact_mut(2).zip([
-            self.sq_head(),
-            self.sq_id(),
-            self.cid(),
-            self.raw_status(),
-        ]) {
-            chunk.copy_from_slice(&v.to_le_bytes());
+        // Indexed, not `chunks_exact_mut(2)` (see `SubmissionEntry::to_bytes`).
+        let words = [self.sq_head(), self.sq_id(), self.cid(), self.raw_status()];
+        for (n, v) in words.iter().enumerate() {
+            if let Some(dst) = rest.get_mut(n * 2..n * 2 + 2) {
+                dst.copy_from_slice(&v.to_le_bytes());
+            }
         }
         out
     }
