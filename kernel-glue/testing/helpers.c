@@ -10,6 +10,7 @@
 #include <linux/instrumented.h>
 #include <linux/mm.h>
 #include <linux/mman.h>
+#include <linux/module.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -115,4 +116,103 @@ int rnvme_glue_bio_split_rw_at(const struct bio_vec *table, unsigned short nr, u
 	bio_uninit(bio);
 	kfree(bio);
 	return 0;
+}
+
+/* ---- bio_split_to_limits() on a real queue ------------------------------------------------- */
+
+/* 2^52 sectors: any sector below 2^51 with a bio of at most 4 GiB is inside. */
+#define RNVME_GLUE_SPLIT_DISK_SECTORS (1ULL << 52)
+
+static void rnvme_glue_split_submit_bio(struct bio *bio)
+{
+	/* Never reached (bios are only queued on current->bio_list); fail rather than pretend. */
+	bio_io_error(bio);
+}
+
+static const struct block_device_operations rnvme_glue_split_fops = {
+	.owner = THIS_MODULE,
+	.submit_bio = rnvme_glue_split_submit_bio,
+};
+
+struct gendisk *rnvme_glue_split_disk_alloc(void)
+{
+	struct queue_limits lim = {};
+	struct gendisk *disk;
+
+	disk = blk_alloc_disk(&lim, NUMA_NO_NODE);
+	if (IS_ERR(disk))
+		return NULL;
+	disk->fops = &rnvme_glue_split_fops;
+	/* bio_check_eod() refuses every bio on a disk of capacity 0. */
+	set_capacity(disk, RNVME_GLUE_SPLIT_DISK_SECTORS);
+	return disk;
+}
+
+void rnvme_glue_split_disk_free(struct gendisk *disk)
+{
+	put_disk(disk);
+}
+
+int rnvme_glue_split_disk_set_limits(struct gendisk *disk, struct queue_limits *lim)
+{
+	struct request_queue *q = disk->queue;
+	int ret;
+
+	/* Takes q->limits_lock; queue_limits_commit_update() releases it. */
+	queue_limits_start_update(q);
+	lim->max_user_discard_sectors = UINT_MAX;
+	ret = queue_limits_commit_update(q, lim);
+	if (!ret)
+		*lim = q->limits;
+	return ret;
+}
+
+int rnvme_glue_bio_split_to_limits(struct gendisk *disk, const struct bio_vec *table,
+				   unsigned short nr, unsigned int op, u64 sector,
+				   unsigned int size, unsigned int *front, unsigned int *rest,
+				   bool *queued)
+{
+	static const blk_opf_t ops[] = { REQ_OP_READ, REQ_OP_WRITE, REQ_OP_DISCARD,
+					 REQ_OP_WRITE_ZEROES };
+	struct bio_list list[2];
+	struct bio *bio, *ret, *rem;
+	unsigned short i;
+	int err = 0;
+
+	if (op >= ARRAY_SIZE(ops))
+		return -EINVAL;
+	if (current->bio_list)
+		return -EBUSY;
+	bio = bio_kmalloc(nr, GFP_KERNEL);
+	if (!bio)
+		return -ENOMEM;
+	bio_init(bio, disk->part0, bio->bi_inline_vecs, nr, ops[op]);
+	/* __bio_add_page() never merges: the kernel's table is exactly ours (bi_vcnt == nr). */
+	for (i = 0; i < nr; i++)
+		__bio_add_page(bio, table[i].bv_page, table[i].bv_len, table[i].bv_offset);
+	bio->bi_iter.bi_sector = sector;
+	bio->bi_iter.bi_size = size;
+
+	bio_list_init(&list[0]);
+	bio_list_init(&list[1]);
+	current->bio_list = list;
+	ret = bio_split_to_limits(bio);
+	current->bio_list = NULL;
+	rem = bio_list_pop(&list[0]);
+
+	*front = 0;
+	*rest = rem ? bio_sectors(rem) : 0;
+	*queued = rem == bio;
+	if (!ret)
+		err = blk_status_to_errno(bio->bi_status);
+	else if (ret != bio) {
+		*front = bio_sectors(ret);
+		/* The front is chained to the bio: ending it drops the bio's extra reference. */
+		bio_endio(ret);
+	}
+	if (rem)
+		bio_endio(rem);
+	bio_uninit(bio);
+	kfree(bio);
+	return err;
 }

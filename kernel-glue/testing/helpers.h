@@ -12,11 +12,13 @@
 #include <linux/types.h>
 
 struct bio_vec;
+struct gendisk;
 struct bvec_iter;
 struct iov_iter;
 struct iov_iter_state;
 struct mm_struct;
 struct page;
+struct queue_limits;
 
 /* virt_to_page() of a direct-map (kmalloc/page allocator) address. */
 struct page *rnvme_glue_virt_to_page(const void *addr);
@@ -58,5 +60,36 @@ int rnvme_glue_bio_split_rw_at(const struct bio_vec *table, unsigned short nr, u
 			       unsigned int max_bytes, int *sectors, unsigned int *segs);
 /* current->mm (NULL in kernel threads). */
 const struct mm_struct *rnvme_glue_current_mm(void);
+
+/*
+ * A gendisk (blk_alloc_disk(), never added, capacity 2^52 sectors) whose request queue carries
+ * the limits under test, for bio_split_to_limits() on real bios. Its submit_bio fails every bio;
+ * nothing is ever submitted to it (see rnvme_glue_bio_split_to_limits()). NULL if it cannot be
+ * allocated.
+ */
+struct gendisk *rnvme_glue_split_disk_alloc(void);
+/* put_disk(). */
+void rnvme_glue_split_disk_free(struct gendisk *disk);
+/*
+ * Sets the disk queue's limits to *lim with max_user_discard_sectors = UINT_MAX (as
+ * blk_set_default_limits() does) through queue_limits_start_update() +
+ * queue_limits_commit_update(), i.e. blk_validate_limits(). Returns its result (0 or -EINVAL);
+ * on success *lim holds the validated limits.
+ */
+int rnvme_glue_split_disk_set_limits(struct gendisk *disk, struct queue_limits *lim);
+/*
+ * bio_split_to_limits() on a bio of `op` (0 read, 1 write, 2 discard, 3 write-zeroes) for the
+ * disk, from bio_kmalloc(nr) + bio_init() + __bio_add_page() of the `nr` entries of `table` (no
+ * merging; nr may be 0), at `sector` with bi_size `size`. current->bio_list is set during the
+ * call, so the remainder that bio_submit_split() resubmits is only queued there, not issued.
+ * Stores the front's sectors in *front (0 when the bio was not split), the queued remainder's
+ * sectors in *rest, and whether a remainder was queued in *queued. Every bio is ended and freed
+ * before returning. Returns 0, -ENOMEM, -EBUSY (already inside a submission), or the errno of a
+ * bio the split ended with an error.
+ */
+int rnvme_glue_bio_split_to_limits(struct gendisk *disk, const struct bio_vec *table,
+				   unsigned short nr, unsigned int op, u64 sector,
+				   unsigned int size, unsigned int *front, unsigned int *rest,
+				   bool *queued);
 
 #endif /* RNVME_KERNEL_GLUE_TESTING_HELPERS_H */

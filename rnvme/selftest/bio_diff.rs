@@ -25,6 +25,11 @@
 //!   `fitted >> 9` sectors (it agrees on where the limits were hit).
 //!
 //! Anything else is a mismatch.
+//!
+//! [`run`] then runs as many cases of [`crate::limits_diff`] (queue-limit validation and
+//! `bio_split_to_limits` on a real queue: discard, write-zeroes, physical blocks larger than the
+//! logical one, `io_min`, `chunk_sectors`, sub-sector entries, single-page bios) and adds them
+//! to the same totals.
 
 use bio::{split_rw_at, Bio, BioError, LimitsConfig, Op, QueueLimits, SplitPoint};
 use bvec::{Bvec, Page, PAGE_SIZE};
@@ -348,5 +353,24 @@ pub(crate) fn run(seed: u64, cases: usize, inject: bool) -> Result<Summary> {
         }
         sum.cases += 1;
     }
+    // Queue-limit validation and bio_split_to_limits on a real queue, as many cases again; they
+    // count in the same summary line.
+    let lim = crate::limits_diff::run(&mut rng, &pool, cases)?;
+    pr_info!(
+        "bio-differential limits: {} cases: limits refused by both {}, refused by us only (documented) {}; split read/write {}, discard {}, write-zeroes {}: {} whole, {} whole by bio_may_need_split, {} split, {} cannot split (kernel: whole; documented); {} mismatches\n",
+        lim.cases,
+        lim.refused,
+        lim.crate_refuses,
+        lim.by_op[0],
+        lim.by_op[1],
+        lim.by_op[2],
+        lim.whole,
+        lim.shortcut,
+        lim.front,
+        lim.cannot_split,
+        lim.mismatches
+    );
+    sum.cases += lim.cases;
+    sum.mismatches += lim.mismatches;
     Ok(sum)
 }

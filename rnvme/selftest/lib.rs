@@ -14,7 +14,9 @@
 //!    `bvec::BvecIter` with the kernel's `bio_advance_iter` and segment views;
 //! 3. **bio-differential**: random segment tables and queue limits, split by `bio::split_rw_at`
 //!    and by the kernel's `bio_split_rw_at` on a real `struct bio` (see [`bio_diff`] for what
-//!    must be equal and the two documented deviations).
+//!    must be equal and the two documented deviations); then as many cases of queue-limit
+//!    validation and of `bio_split_to_limits` on real bios and a real queue (reads, writes,
+//!    discards, write-zeroes; see [`limits_diff`]), counted in the same summary line.
 //!
 //! It prints `smoke: N checks, M failures`, `differential: N cases, M mismatches`,
 //! `bio-differential: N cases, M mismatches` and `selftest: PASS` or `selftest: FAIL`; on
@@ -34,6 +36,7 @@ mod bio_diff;
 mod bvec_diff;
 mod diff;
 mod geometry;
+mod limits_diff;
 mod rng;
 mod smoke;
 

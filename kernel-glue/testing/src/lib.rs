@@ -12,7 +12,9 @@
 //! - [`UserMapping`]: an anonymous mapping in the current process (`vm_mmap`);
 //! - [`CheckedMemory`]: pages, kernel buffers and a user mapping, every access range-checked;
 //! - [`c_iov`], [`c_bvec`], [`c_bio`]: the kernel's own `struct iov_iter`, `struct bvec_iter`
-//!   and `bio_split_rw_at`, for differential tests.
+//!   and `bio_split_rw_at`, for differential tests;
+//! - [`c_split`]: a gendisk whose queue limits the kernel validates, and `bio_split_to_limits`
+//!   on real bios.
 //!
 //! Built by Kbuild only (see `rnvme/selftest/Kbuild`), which adds `#![no_std]` and the kernel's
 //! lints.
@@ -25,6 +27,7 @@ mod user;
 pub mod c_bio;
 pub mod c_bvec;
 pub mod c_iov;
+pub mod c_split;
 
 pub use memory::CheckedMemory;
 pub use pool::PagePool;
