@@ -26,7 +26,7 @@ pkgs=(
     build-essential make bc flex bison libelf-dev libssl-dev cpio kmod rsync xz-utils python3
     clang lld llvm libclang-dev
     # guest / QEMU
-    qemu-system-x86 busybox-static fio
+    qemu-system-x86 busybox-static fio e2fsprogs util-linux
     # misc
     curl ca-certificates git
 )

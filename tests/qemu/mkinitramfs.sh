@@ -9,9 +9,10 @@
 #     -t, --test FILE          add a guest test script as /tests/<basename> (repeatable);
 #                              name it NN-name.sh, tests run in lexical order
 #         --no-default-tests   do not include tests/qemu/guest/tests/*.sh
-# Contents: busybox-static, fio (+ every library from ldd + the loader), the
-# kernel's staged modules (nvme, nvme-core, null_blk, rnull_mod, ...), /init,
-# /lib/rnvme/lib.sh (guest helpers) and /tests/*.sh.
+# Contents: busybox-static, fio, mkfs.ext4, e2fsck, util-linux blkdiscard (+ every
+# library from ldd + the loader), the kernel's staged modules (nvme, nvme-core,
+# null_blk, rnull_mod, ...), /init, /lib/rnvme/lib.sh (guest helpers),
+# /lib/rnvme/{integrity,queues}.sh (test helpers) and /tests/*.sh.
 # Prints the output path on stdout.
 set -euo pipefail
 # Parsed as one block, so editing this file while it runs cannot break the run.
@@ -31,7 +32,7 @@ while (($#)); do
         -a|--add) adds+=("$2"); shift 2 ;;
         -t|--test) tests+=("$2"); shift 2 ;;
         --no-default-tests) default_tests=0; shift ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
         *) die "unknown argument '$1'" ;;
     esac
 done
@@ -63,6 +64,15 @@ copy_with_libs() {
     done < <(ldd "$bin" | awk '/=> \// { print $3 } /^[ \t]*\/[^ ]+ \(/ { print $1 }')
 }
 copy_with_libs "$(command -v fio)" /usr/bin/fio
+# The integrity test (guest/integrity.sh): e2fsprogs' mkfs.ext4 and e2fsck, and util-linux's
+# blkdiscard for `blkdiscard -z` (BLKZEROOUT; busybox's applet only discards). Debian has them
+# under /sbin (= /usr/sbin); they go to /sbin and /usr/sbin, after busybox's /bin in PATH.
+for tool in mkfs.ext4:/sbin/mkfs.ext4 e2fsck:/sbin/e2fsck blkdiscard:/usr/sbin/blkdiscard; do
+    src=$(PATH="$PATH:/sbin:/usr/sbin" command -v "${tool%%:*}") ||
+        die "missing ${tool%%:*} (apt packages e2fsprogs, util-linux; run scripts/setup.sh)"
+    copy_with_libs "$src" "${tool#*:}"
+done
+[[ -f /etc/mke2fs.conf ]] && install -D -m 644 /etc/mke2fs.conf "$root/etc/mke2fs.conf"
 
 # Kernel modules (whole staged tree; it is small with our config).
 cp -a "$modroot/lib/modules" "$root/lib/"
@@ -70,6 +80,10 @@ cp -a "$modroot/lib/modules" "$root/lib/"
 # init + guest helpers + tests
 install -m 755 "$here/guest/init" "$root/init"
 install -m 644 "$here/guest/lib.sh" "$root/lib/rnvme/lib.sh"
+# Guest test helpers run by the tests in guest-tests/ (integrity.sh, queues.sh).
+for h in "$here"/guest/*.sh; do
+    [[ "$h" == */lib.sh ]] || install -m 755 "$h" "$root/lib/rnvme/$(basename "$h")"
+done
 if ((default_tests)); then
     for t in "$here"/guest/tests/*.sh; do install -m 755 "$t" "$root/tests/"; done
 fi
@@ -86,6 +100,8 @@ for a in "${adds[@]}"; do
 done
 echo "root:x:0:0:root:/root:/bin/sh" > "$root/etc/passwd"
 echo "root:x:0:" > "$root/etc/group"
+# e2fsck and mount look for mounted filesystems in /etc/mtab.
+ln -sf /proc/mounts "$root/etc/mtab"
 
 # Write to a unique temporary name, then rename: concurrent runs never see a partial file.
 tmpout=$(mktemp "$out.XXXXXX")

@@ -6,13 +6,24 @@
 #   tests/qemu/run-guest.sh [options] [-- extra qemu args]
 #     -k, --kernel VARIANT   normal|debug (default normal)
 #     -i, --initramfs FILE   initramfs (default: build one with mkinitramfs.sh for VARIANT)
-#     -n, --nvme N           number of NVMe controllers (default 1), each on its own raw image
-#         --nvme-size SIZE   image size (default 256M)
+#     -n, --nvme N           number of plain NVMe controllers, one namespace each on its own raw
+#                            image (default 1, or 0 when --ctrl/--topology is given)
+#         --nvme-size SIZE   plain controllers' image size (default 256M)
+#         --ctrl SPEC        add a controller (repeatable): serial=S[,ns=LBS:SIZE[+LBS:SIZE...]][,qpairs=N]
+#                            e.g. serial=rnvme-a,ns=512:384M+4096:256M  serial=rnvme-q,qpairs=1
+#                            (default ns=512:64M; qpairs sets QEMU's max_ioqpairs). Namespace k is
+#                            -device nvme-ns nsid=k with that logical = physical block size.
+#         --topology NAME    a named set of --ctrl (see topology_ctrls below): proof
+#         --keep-images DIR  after QEMU exits, move the images into DIR (host-side checks);
+#                            names: nvme<i>.img (plain), <serial>-n<nsid>.img (--ctrl)
 #         --smp N            CPUs (default 2)
 #     -m, --mem SIZE         RAM (default 2G)
 #     -t, --timeout SECS     hard host-side timeout (default 900, 2400 for debug)
 #     -l, --log FILE         console log (default $RNVME_CACHE/logs/guest-<variant>-<time>.log)
-#         --append ARGS      extra kernel command line, e.g. 'rnvme_tests=10-*,30-*'
+#         --append ARGS      extra kernel command line, e.g. 'rnvme_tests=10-*,30-*' (repeatable)
+# --ctrl controllers sit at fixed PCI addresses 0000:00:<0x10+k>.0; the guest learns them from
+# `rnvme_ctrls=SERIAL/BDF/QPAIRS/LBSxBYTES[+LBSxBYTES...][,...]` on its command line (QPAIRS 0 =
+# QEMU's default), which the guest library (guest/lib.sh: nvme_ctrls, nvme_bind) reads.
 # Env: RNVME_KVM=1 to try KVM (-cpu $RNVME_KVM_CPU, default max); falls back to TCG if a
 #      paused probe VM fails (on the CI machines KVM is broken: -cpu max/host abort on an
 #      MSR write, -cpu kvm64 passes the probe but hangs, so the default stays TCG).
@@ -25,8 +36,10 @@ source "$here/../../scripts/lib.sh"
 
 variant=normal
 initramfs=""
-nvme=1
+nvme=""
 nvme_size=256M
+ctrls=()
+keep_images=""
 smp=2
 mem=2G
 timeout_s=""
@@ -39,17 +52,32 @@ while (($#)); do
         -i|--initramfs) initramfs="$2"; shift 2 ;;
         -n|--nvme) nvme="$2"; shift 2 ;;
         --nvme-size) nvme_size="$2"; shift 2 ;;
+        --ctrl) ctrls+=("$2"); shift 2 ;;
+        --topology)
+            case "$2" in
+                # Issue 7's proof topology. rnvme-a: the integrity target, two namespaces of
+                # different logical block sizes (each driver in turn); rnvme-b/-c: two identical
+                # controllers for the side-by-side fio comparison; rnvme-q: grants one I/O queue.
+                proof) ctrls+=("serial=rnvme-a,ns=512:384M+4096:256M" "serial=rnvme-b,ns=512:256M"
+                               "serial=rnvme-c,ns=512:256M" "serial=rnvme-q,qpairs=1,ns=512:64M") ;;
+                *) echo "unknown topology '$2' (proof)" >&2; exit 3 ;;
+            esac
+            shift 2 ;;
+        --keep-images) keep_images="$2"; shift 2 ;;
         --smp) smp="$2"; shift 2 ;;
         -m|--mem) mem="$2"; shift 2 ;;
         -t|--timeout) timeout_s="$2"; shift 2 ;;
         -l|--log) logf="$2"; shift 2 ;;
-        --append) append="$2"; shift 2 ;;
+        --append) append="${append:+$append }$2"; shift 2 ;;
         --) shift; qemu_extra=("$@"); break ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
         *) echo "unknown argument '$1'" >&2; exit 3 ;;
     esac
 done
 need_cmd qemu-system-x86_64 timeout
+if [[ -z "$nvme" ]]; then
+    if ((${#ctrls[@]})); then nvme=0; else nvme=1; fi
+fi
 if [[ -z "$timeout_s" ]]; then
     if [[ "$variant" == debug ]]; then timeout_s=2400; else timeout_s=900; fi
 fi
@@ -61,7 +89,15 @@ fi
 
 stage "prepare guest ($variant)"
 workdir=$(mktemp -d "${TMPDIR:-/tmp}/rnvme-guest.XXXXXX")
-trap 'rm -rf "$workdir"' EXIT
+# On exit: keep the images if asked (moved, so sparse files stay sparse), then drop the workdir.
+cleanup() {
+    if [[ -n "$keep_images" ]]; then
+        mkdir -p "$keep_images"
+        find "$workdir" -maxdepth 1 -name '*.img' -exec mv -f {} "$keep_images/" \;
+    fi
+    rm -rf "$workdir"
+}
+trap cleanup EXIT
 mkdir -p "$RNVME_CACHE/logs"
 # Keep the newest 100 default-named console logs.
 # Keep the newest 99 console logs. (No glob match on a fresh cache: nothing to prune, and the
@@ -92,13 +128,65 @@ if [[ "${RNVME_KVM:-0}" == 1 ]]; then
     fi
 fi
 
+# Images are raw files in the workdir; discard=unmap makes a guest discard punch a hole, so the
+# discarded range reads back as zeroes (what the integrity test checks).
 devs=()
 for ((i = 0; i < nvme; i++)); do
     img="$workdir/nvme$i.img"
     truncate -s "$nvme_size" "$img"
-    devs+=(-drive "file=$img,if=none,id=nvm$i,format=raw,cache=unsafe"
+    devs+=(-drive "file=$img,if=none,id=nvm$i,format=raw,cache=unsafe,discard=unmap"
            -device "nvme,serial=rnvme$i,drive=nvm$i")
 done
+
+# to_bytes SIZE: 64M / 1G / 4096 -> bytes.
+to_bytes() {
+    local v="$1" n
+    n="${v%[KkMmGg]}"
+    [[ "$n" =~ ^[0-9]+$ ]] || { echo "bad size '$v'" >&2; exit 3; }
+    case "$v" in
+        *[Kk]) echo $((n << 10)) ;; *[Mm]) echo $((n << 20)) ;; *[Gg]) echo $((n << 30)) ;;
+        *) echo "$n" ;;
+    esac
+}
+ctrl_map=()
+for ((k = 0; k < ${#ctrls[@]}; k++)); do
+    serial="" nslist="512:64M" qpairs=0
+    IFS=, read -r -a kvs <<<"${ctrls[$k]}"
+    for kv in "${kvs[@]}"; do
+        case "$kv" in
+            serial=*) serial="${kv#serial=}" ;;
+            ns=*) nslist="${kv#ns=}" ;;
+            qpairs=*) qpairs="${kv#qpairs=}" ;;
+            *) echo "--ctrl ${ctrls[$k]}: unknown field '$kv'" >&2; exit 3 ;;
+        esac
+    done
+    [[ "$serial" =~ ^[A-Za-z0-9-]+$ ]] || { echo "--ctrl ${ctrls[$k]}: serial=[A-Za-z0-9-]+ needed" >&2; exit 3; }
+    [[ "$qpairs" =~ ^[0-9]+$ ]] || { echo "--ctrl ${ctrls[$k]}: bad qpairs" >&2; exit 3; }
+    slot=$((0x10 + k))
+    ((slot < 32)) || { echo "too many --ctrl (at most 16)" >&2; exit 3; }
+    bdf=$(printf '0000:00:%02x.0' "$slot")
+    opts="nvme,id=ctrl$k,serial=$serial,addr=$(printf '0x%02x' "$slot")"
+    ((qpairs > 0)) && opts+=",max_ioqpairs=$qpairs"
+    devs+=(-device "$opts")
+    IFS=+ read -r -a nss <<<"$nslist"
+    nsid=0 nsmap=""
+    for ns in "${nss[@]}"; do
+        nsid=$((nsid + 1))
+        lbs="${ns%%:*}" size="${ns#*:}"
+        [[ "$lbs" =~ ^(512|1024|2048|4096)$ && "$ns" == *:* ]] ||
+            { echo "--ctrl ${ctrls[$k]}: namespace '$ns' is not LBS:SIZE (LBS 512..4096)" >&2; exit 3; }
+        bytes=$(to_bytes "$size")
+        img="$workdir/$serial-n$nsid.img"
+        truncate -s "$bytes" "$img"
+        devs+=(-drive "file=$img,if=none,id=ctrl$k-n$nsid,format=raw,cache=unsafe,discard=unmap"
+               -device "nvme-ns,bus=ctrl$k,drive=ctrl$k-n$nsid,nsid=$nsid,logical_block_size=$lbs,physical_block_size=$lbs")
+        nsmap+="${nsmap:++}${lbs}x$bytes"
+    done
+    ctrl_map+=("$serial/$bdf/$qpairs/$nsmap")
+done
+if ((${#ctrl_map[@]})); then
+    append="rnvme_ctrls=$(IFS=,; echo "${ctrl_map[*]}") $append"
+fi
 
 cmdline="console=ttyS0 panic=-1 oops=panic loglevel=6 rdinit=/init $append"
 qemu=(qemu-system-x86_64 "${accel[@]}" -smp "$smp" -m "$mem"

@@ -53,8 +53,15 @@ wait_for() {
 # Fails on non-zero exit or any job reporting err!=0.
 run_fio() {
     _name="$1"; shift
+    run_fio_jobs "$_name" --name="$_name" "$@"
+}
+
+# run_fio_jobs NAME FIO-ARGS...: as run_fio, but FIO-ARGS name the job(s) themselves (global
+# options first, then one --name=JOB section per job).
+run_fio_jobs() {
+    _name="$1"; shift
     echo "--- fio $_name: fio $*"
-    fio --name="$_name" "$@" > /tmp/fio.$$.out 2>&1
+    fio "$@" > /tmp/fio.$$.out 2>&1
     _rc=$?
     if [ "$_rc" -ne 0 ] || [ -n "$RNVME_FIO_VERBOSE" ]; then
         cat /tmp/fio.$$.out
@@ -69,3 +76,168 @@ run_fio() {
     fi
     pass "$_name"
 }
+
+# ---- NVMe controllers, drivers and disks ----------------------------------------------------------
+# tests/qemu/run-guest.sh --ctrl/--topology puts its controllers at fixed PCI addresses and tells
+# the guest about them on the kernel command line (the kernel hands unknown name=value parameters
+# to /init as environment variables):
+#   rnvme_ctrls=SERIAL/BDF/QPAIRS/LBSxBYTES[+LBSxBYTES...][,...]     (QPAIRS 0 = QEMU's default)
+# A controller argument (CTRL) is a PCI address (0000:00:10.0) or a serial (rnvme-a).
+# Binding uses the PCI core's driver_override (drivers/pci/pci-driver.c: a device with an
+# override only ever matches the driver of that name), then the driver's sysfs bind file.
+
+# nvme_pci_list: PCI addresses of every NVMe controller (class 0x010802), sorted.
+nvme_pci_list() {
+    for _d in /sys/bus/pci/devices/*; do
+        [ "$(cat "$_d/class" 2>/dev/null)" = 0x010802 ] && basename "$_d"
+    done | sort
+}
+
+# _ctrl_entry KEY: the rnvme_ctrls entry whose serial or address is KEY (empty if none).
+_ctrl_entry() {
+    echo "$rnvme_ctrls" | tr ',' '\n' | awk -F/ -v k="$1" '$1 == k || $2 == k { print; exit }'
+}
+
+# nvme_ctrl_field CTRL N: field N of the controller's rnvme_ctrls entry (1 serial, 2 address,
+# 3 max_ioqpairs, 4 namespaces as LBSxBYTES+...).
+nvme_ctrl_field() { _ctrl_entry "$1" | cut -d/ -f"$2"; }
+
+# nvme_driver BDF: name of the driver bound to the controller, or "-".
+nvme_driver() {
+    if [ -e "/sys/bus/pci/devices/$1/driver" ]; then
+        basename "$(readlink "/sys/bus/pci/devices/$1/driver")"
+    else
+        echo -
+    fi
+}
+
+# nvme_serial BDF: serial from rnvme_ctrls, else from the C driver's sysfs, else "?".
+nvme_serial() {
+    _s=$(nvme_ctrl_field "$1" 1)
+    if [ -z "$_s" ]; then
+        _s=$(cat /sys/bus/pci/devices/"$1"/nvme/nvme*/serial 2>/dev/null | head -n1 | tr -d ' ')
+    fi
+    echo "${_s:-?}"
+}
+
+# nvme_bdf CTRL: PCI address of a controller given by address or serial; fails if unknown.
+nvme_bdf() {
+    if [ -e "/sys/bus/pci/devices/$1/class" ]; then echo "$1"; return 0; fi
+    _b=$(nvme_ctrl_field "$1" 2)
+    if [ -z "$_b" ]; then
+        for _b in $(nvme_pci_list); do
+            [ "$(nvme_serial "$_b")" = "$1" ] && break
+            _b=""
+        done
+    fi
+    if [ -z "$_b" ] || [ ! -e "/sys/bus/pci/devices/$_b" ]; then
+        echo "nvme_bdf: no NVMe controller '$1'" >&2
+        return 1
+    fi
+    echo "$_b"
+}
+
+# nvme_ctrls: one line per NVMe controller: address, driver, serial, override, I/O queue pairs
+# granted by QEMU (0 = default) and namespaces (LBSxBYTES+...) as the host configured them.
+nvme_ctrls() {
+    for _b in $(nvme_pci_list); do
+        _o=$(cat "/sys/bus/pci/devices/$_b/driver_override" 2>/dev/null)
+        echo "$_b driver=$(nvme_driver "$_b") serial=$(nvme_serial "$_b") override=${_o:-(none)}" \
+            "qpairs=$(nvme_ctrl_field "$_b" 3) namespaces=$(nvme_ctrl_field "$_b" 4)"
+    done
+}
+
+# nvme_bind CTRL DRIVER [SECONDS]: make DRIVER (and only DRIVER) drive the controller: set its
+# driver_override, unbind another driver, and bind DRIVER if it is registered (otherwise it binds
+# when its module loads). Waits up to SECONDS (default 20) for the binding.
+nvme_bind() {
+    _b=$(nvme_bdf "$1") || return 1
+    _dev=/sys/bus/pci/devices/$_b
+    echo "$2" > "$_dev/driver_override" || return 1
+    _cur=$(nvme_driver "$_b")
+    [ "$_cur" = "$2" ] && return 0
+    if [ "$_cur" != - ]; then echo "$_b" > "$_dev/driver/unbind" || return 1; fi
+    [ -d "/sys/bus/pci/drivers/$2" ] || return 0
+    echo "$_b" > "/sys/bus/pci/drivers/$2/bind" || { echo "nvme_bind: $2 did not bind $_b" >&2; return 1; }
+    _i=0
+    while [ "$(nvme_driver "$_b")" != "$2" ]; do
+        _i=$((_i + 1))
+        [ "$_i" -ge $(( ${3:-20} * 10 )) ] && { echo "nvme_bind: $_b not bound to $2" >&2; return 1; }
+        sleep 0.1
+    done
+}
+
+# nvme_park CTRL: unbind the controller and keep every driver off it (override "none").
+nvme_park() {
+    _b=$(nvme_bdf "$1") || return 1
+    echo none > "/sys/bus/pci/devices/$_b/driver_override" || return 1
+    [ "$(nvme_driver "$_b")" = - ] || echo "$_b" > "/sys/bus/pci/devices/$_b/driver/unbind"
+}
+
+# nvme_release CTRL: clear the controller's driver_override (it stays bound as it is).
+nvme_release() {
+    _b=$(nvme_bdf "$1") || return 1
+    echo > "/sys/bus/pci/devices/$_b/driver_override"
+}
+
+# disk_nsid DISK: namespace id from a disk name ending in n<NSID> (nvme0n2 and rnvme0n2 -> 2).
+disk_nsid() { echo "$1" | sed -n 's/.*[0-9]n\([0-9][0-9]*\)$/\1/p'; }
+
+# nvme_disks CTRL: the controller's disks (names), by namespace id. A disk belongs to the
+# controller when its sysfs path runs through the PCI device; a driver whose disks have no parent
+# device (virtual) is handled when it drives exactly one controller: then its <driver>*n* disks.
+nvme_disks() {
+    _b=$(nvme_bdf "$1") || return 1
+    _found=""
+    for _d in /sys/block/*; do
+        case "$(readlink -f "$_d")" in */"$_b"/*) _found="$_found $(basename "$_d")" ;; esac
+    done
+    if [ -z "$_found" ]; then
+        _drv=$(nvme_driver "$_b")
+        if [ "$_drv" != - ] && [ "$(ls -d /sys/bus/pci/drivers/"$_drv"/0000:* 2>/dev/null | wc -l)" = 1 ]; then
+            for _d in /sys/block/"$_drv"[0-9]*n[0-9]*; do
+                [ -e "$_d" ] && _found="$_found $(basename "$_d")"
+            done
+        fi
+    fi
+    for _d in $_found; do echo "$(disk_nsid "$_d") $_d"; done | sort -n | awk '{ print $2 }'
+}
+
+# nvme_wait_disks CTRL COUNT [SECONDS]: wait (default 20 s) until the controller has COUNT disks
+# with their /dev nodes; prints them. Fails on timeout.
+nvme_wait_disks() {
+    _i=0; _max=$(( ${3:-20} * 10 ))
+    while :; do
+        _ds=$(nvme_disks "$1")
+        _n=0; _ok=1
+        for _d in $_ds; do _n=$((_n + 1)); [ -b "/dev/$_d" ] || _ok=0; done
+        if [ "$_n" -ge "$2" ] && [ "$_ok" = 1 ]; then echo $_ds; return 0; fi
+        _i=$((_i + 1))
+        if [ "$_i" -ge "$_max" ]; then
+            echo "nvme_wait_disks: $1 has '$_ds', wanted $2 disks" >&2
+            return 1
+        fi
+        sleep 0.1
+    done
+}
+
+# nvme_irqs CTRL: Linux IRQ numbers of the controller's MSI/MSI-X vectors (or its INTx line).
+nvme_irqs() {
+    _b=$(nvme_bdf "$1") || return 1
+    if [ -d "/sys/bus/pci/devices/$_b/msi_irqs" ] && [ -n "$(ls "/sys/bus/pci/devices/$_b/msi_irqs")" ]; then
+        ls "/sys/bus/pci/devices/$_b/msi_irqs" | sort -n
+    else
+        cat "/sys/bus/pci/devices/$_b/irq"
+    fi
+}
+
+# irq_counts IRQ...: one line per IRQ: the number, then its count on each CPU (/proc/interrupts).
+irq_counts() {
+    _n=$(grep -c ^processor /proc/cpuinfo)
+    for _q in "$@"; do
+        awk -v q="$_q:" -v n="$_n" '$1 == q { printf "%s", $1; for (i = 2; i <= n + 1; i++) printf " %s", $i; print "" }' /proc/interrupts
+    done
+}
+
+# drop_caches: write back dirty pages, then drop clean ones, so the next read reaches the device.
+drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
