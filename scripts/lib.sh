@@ -145,3 +145,14 @@ selftest_initramfs_args() {
         --add "$gt/iovstack-check.sh:/lib/rnvme/iovstack-check.sh"
         --test "$gt/10-iovstack-selftest.sh")
 }
+
+# Builds rnvme.ko for variant $1 and sets the array DRIVER_ARGS to the mkinitramfs options that
+# put it into a guest (/lib/modules/extra/rnvme.ko) with its basic guest test
+# (tests/qemu/guest-tests/20-rnvme-basic.sh). Runs in the caller's shell, like
+# selftest_initramfs_args.
+driver_initramfs_args() {
+    local variant=$1 ko gt="$RNVME_REPO/tests/qemu/guest-tests"
+    ko=$("$RNVME_REPO/scripts/build-module.sh" "$variant" | grep '/rnvme\.ko$') ||
+        die "rnvme.ko ($variant) did not build"
+    DRIVER_ARGS=(--add "$ko:/lib/modules/extra/rnvme.ko" --test "$gt/20-rnvme-basic.sh")
+}

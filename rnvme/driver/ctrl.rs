@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One NVMe controller: probe (bring-up, queues, disks) and remove (teardown), the rnvme
+//! counterparts of `nvme_probe()`/`nvme_reset_work()`/`nvme_remove()` in
+//! `drivers/nvme/host/pci.c`.
+//!
+//! C header: [`include/linux/pci.h`](srctree/include/linux/pci.h)
+
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use kernel::{c_str, prelude::*, sync::Arc};
+use kernel_glue::{
+    block::mq::{GenDisk, QueueLimits, QueueMap, TagSet},
+    dma::DmaPool,
+    io::Bar,
+    irq::{self, Vectors},
+    pci::{self, BusMaster, Enabled},
+    time::{msleep, num_online_cpus},
+};
+use nvme::{
+    active_namespaces, AdminQueue, Cap, Cns, Doorbells, Enable, IdentifyController,
+    IdentifyNamespace, Poll, QueueGrant, QueuePlan, ShutdownSeq, SubmissionEntry, REG_CAP,
+};
+
+use crate::{
+    admin::{Admin, ADMIN_DEPTH},
+    io::{IoData, IoOps, Namespace, QueueIrq, MAX_SEGS},
+    queue::Queue,
+    regs::BarRegs,
+    Params,
+};
+
+/// Controller instances in use (bit `i`: `rnvme<i>`), so names are reused after removal.
+static INSTANCES: AtomicU64 = AtomicU64::new(0);
+/// Most controllers bound at once.
+const MAX_INSTANCES: u32 = 64;
+/// I/O request timeout (`NVME_IO_TIMEOUT`).
+const IO_TIMEOUT_MS: u32 = 30_000;
+/// Largest transfer (keeps a PRP list within one page, see `dptr.rs`).
+const MAX_TRANSFER_SECTORS: u32 = 2 * 1024 * 1024 / 512;
+
+/// An instance number, released on drop.
+struct Instance(u32);
+
+impl Instance {
+    fn get() -> Result<Self> {
+        let mut cur = INSTANCES.load(Ordering::Relaxed);
+        loop {
+            let free = (!cur).trailing_zeros();
+            if free >= MAX_INSTANCES {
+                return Err(EBUSY);
+            }
+            match INSTANCES.compare_exchange(
+                cur,
+                cur | (1 << free),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Ok(Self(free)),
+                Err(now) => cur = now,
+            }
+        }
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        INSTANCES.fetch_and(!(1u64 << self.0), Ordering::AcqRel);
+    }
+}
+
+/// Runs a bounded register state machine (`Enable`, `Disable`, `ShutdownSeq`) to its end,
+/// sleeping as it asks; its own deadline (on this sleep-counting clock) bounds the loop.
+fn run_sm<E: core::fmt::Display>(
+    mut poll: impl FnMut(u64) -> core::result::Result<Poll, E>,
+) -> core::result::Result<(), E> {
+    let mut now = 0u64;
+    loop {
+        match poll(now)? {
+            Poll::Wait(ms) => {
+                msleep(ms);
+                now += u64::from(ms.max(1));
+            }
+            Poll::Done => return Ok(()),
+        }
+    }
+}
+
+/// A bound controller. Fields drop in declaration order, which is the teardown order after
+/// `remove` has deleted the disks and the I/O queues and shut the controller down.
+pub(crate) struct Controller {
+    /// One disk per active namespace.
+    disks: KVec<GenDisk<IoOps>>,
+    /// I/O queue interrupt handlers (hold the tag set).
+    irqs: KVec<irq::Registration<QueueIrq>>,
+    /// The I/O tag set.
+    set: Arc<TagSet<IoOps>>,
+    /// I/O queues, pool, device (also inside the tag set).
+    io: Arc<IoData>,
+    admin: Admin,
+    rtd3e: u32,
+    _vectors: Vectors,
+    bar: Arc<Bar>,
+    _master: BusMaster,
+    dev: pci::Device,
+    instance: Instance,
+}
+
+/// Reads the admin-polled Identify data of `cns`/`nsid`.
+fn identify(admin: &Admin, dev: &pci::Device, cns: Cns, nsid: u32) -> Result<KVec<u8>> {
+    admin.exec_read_page(dev, |d| SubmissionEntry::identify(cns, nsid, d))
+}
+
+impl Controller {
+    /// Brings up the controller on `dev` and adds its disks.
+    pub(crate) fn probe(dev: &pci::Device, params: &Params) -> Result<KBox<Self>> {
+        let instance = Instance::get()?;
+        let enabled = Enabled::new(dev)?;
+        let bar = Arc::new(Bar::new(dev, 0, 0, c_str!("rnvme"))?, GFP_KERNEL)?;
+        dev.dma_set_mask(64)?;
+        let master = BusMaster::new(enabled);
+        let regs = BarRegs(&bar);
+        let cap = Cap::from_raw(nvme::Registers::read64(&regs, REG_CAP));
+        let dbs = Doorbells::new(cap, bar.len() as u64);
+
+        // Reset, admin queue, enable (bounded by CAP.TO inside `Enable`).
+        let aq = Queue::new(dev, &bar, &dbs, 0, ADMIN_DEPTH)?;
+        let mut en = Enable::new(AdminQueue {
+            sq_addr: aq.sq_addr(),
+            cq_addr: aq.cq_addr(),
+            entries: ADMIN_DEPTH as u16,
+        });
+        run_sm(|now| en.poll(&regs, now)).map_err(|e| {
+            pr_err!("{}: enable failed: {}\n", dev.name(), e);
+            ENODEV
+        })?;
+        let admin = Admin::new(aq);
+
+        let idc = IdentifyController::parse(&identify(&admin, dev, Cns::Controller, 0)?)
+            .map_err(|_| EIO)?;
+
+        // Queues: ask for one per CPU (or the io_queues parameter), use what is granted.
+        let cpus = num_online_cpus().max(1);
+        let wanted = if params.io_queues == 0 {
+            cpus
+        } else {
+            params.io_queues.min(cpus)
+        };
+        let res = admin.exec(SubmissionEntry::set_num_queues(wanted).map_err(|_| EINVAL)?)?;
+        let grant = QueueGrant::from_result(res as u32);
+        let vectors = Vectors::new(dev, 1, wanted.min(u32::from(grant.pairs())).max(1) + 1, 1)?;
+        let io_vectors = vectors.count().saturating_sub(1).max(1);
+        let plan = QueuePlan::new(wanted, 0, grant, io_vectors).map_err(|_| EINVAL)?;
+        let depth = (params.queue_depth.clamp(2, crate::queue::MAX_DEPTH as u32))
+            .min(cap.max_queue_entries());
+        let msix_spread = vectors.is_msix() && vectors.count() > 1;
+
+        let mut queues = KVec::new();
+        for i in 0..plan.default {
+            let qid = i + 1;
+            let q = Queue::new(dev, &bar, &dbs, qid, depth)?;
+            // Vector 0 is the admin queue's; with a single vector everything shares it.
+            let vector = if vectors.count() > 1 {
+                u32::from(qid).min(vectors.count() - 1)
+            } else {
+                0
+            };
+            admin.exec(
+                SubmissionEntry::create_cq(qid, depth, q.cq_addr(), Some(vector as u16))
+                    .map_err(|_| EINVAL)?,
+            )?;
+            admin.exec(
+                SubmissionEntry::create_sq(qid, depth, q.sq_addr(), qid).map_err(|_| EINVAL)?,
+            )?;
+            queues.push(q, GFP_KERNEL)?;
+        }
+
+        let pool = DmaPool::new(dev, c_str!("rnvme-prp"), 4096, 4096, 0)?;
+        let io = Arc::new(
+            IoData {
+                queues,
+                pool,
+                dev: dev.clone(),
+                bar: bar.clone(),
+                dead: AtomicBool::new(false),
+            },
+            GFP_KERNEL,
+        )?;
+        let map = if msix_spread {
+            QueueMap::Irq {
+                dev: dev.clone(),
+                offset: 1,
+            }
+        } else {
+            QueueMap::Spread
+        };
+        let set = TagSet::<IoOps>::new(
+            io.clone(),
+            u32::from(plan.default),
+            0,
+            depth - 1,
+            IO_TIMEOUT_MS,
+            map,
+        )?;
+
+        let mut irqs = KVec::new();
+        for i in 0..u32::from(plan.default) {
+            let vector = if vectors.count() > 1 {
+                (i + 1).min(vectors.count() - 1)
+            } else {
+                0
+            };
+            let handler = Arc::new(
+                QueueIrq {
+                    set: set.clone(),
+                    hctx_idx: i,
+                    shared: !vectors.is_msix() || vectors.count() == 1,
+                },
+                GFP_KERNEL,
+            )?;
+            let shared = !vectors.is_msix() || vectors.count() == 1;
+            irqs.push(
+                irq::Registration::new(vectors.irq(vector)?, shared, c_str!("rnvme"), handler)?,
+                GFP_KERNEL,
+            )?;
+        }
+
+        pr_info!(
+            "{}: rnvme{}: {} I/O queues of depth {} ({} vectors{}), mdts {}, {} namespaces\n",
+            dev.name(),
+            instance.0,
+            plan.default,
+            depth,
+            vectors.count(),
+            if vectors.is_msix() { ", MSI-X" } else { "" },
+            idc.mdts(),
+            idc.nn()
+        );
+
+        let mut this = KBox::new(
+            Self {
+                disks: KVec::new(),
+                irqs,
+                set,
+                io,
+                admin,
+                rtd3e: idc.rtd3e(),
+                _vectors: vectors,
+                bar,
+                _master: master,
+                dev: dev.clone(),
+                instance,
+            },
+            GFP_KERNEL,
+        )?;
+        // On failure from here, `remove`'s teardown runs through the drop of `this` (disks,
+        // queues, interrupts); the controller is shut down as in remove.
+        if let Err(e) = this.add_disks(&idc, cap) {
+            this.teardown();
+            return Err(e);
+        }
+        Ok(this)
+    }
+
+    /// Identifies the active namespaces and adds one disk for each.
+    fn add_disks(&mut self, idc: &IdentifyController, cap: Cap) -> Result {
+        let list = identify(&self.admin, &self.dev, Cns::ActiveNamespaces, 0)?;
+        let mut nsids = KVec::from_elem(0u32, nvme::NS_LIST_ENTRIES, GFP_KERNEL)?;
+        let n = active_namespaces(&list, idc.nn(), nsids.as_mut_slice()).map_err(|_| EIO)?;
+        for &nsid in nsids.as_slice().iter().take(n) {
+            let id = match identify(&self.admin, &self.dev, Cns::Namespace, nsid)
+                .and_then(|b| IdentifyNamespace::parse(&b).map_err(|_| EIO))
+            {
+                Ok(id) => id,
+                Err(e) => {
+                    pr_warn!(
+                        "rnvme{}: namespace {}: identify failed: {:?}\n",
+                        self.instance.0,
+                        nsid,
+                        e
+                    );
+                    continue;
+                }
+            };
+            if id.ncap() == 0 {
+                continue;
+            }
+            let bs = id.block_size();
+            let l = nvme::queue_limits(bs, idc.mdts(), cap.mpsmin()).map_err(|_| EINVAL)?;
+            let max_hw = l.max_hw_sectors().min(MAX_TRANSFER_SECTORS);
+            let mut lim = QueueLimits::default()
+                .block_size(bs)?
+                .max_hw_sectors(max_hw)
+                .max_segments((max_hw / 8 + 1).min(MAX_SEGS as u32) as u16)
+                .virt_boundary_mask(u64::from(l.virt_boundary_mask()))
+                .dma_alignment(l.dma_alignment());
+            if idc.volatile_write_cache() {
+                lim = lim.write_cache(true);
+            }
+            if idc.supports_dsm() {
+                lim = lim.discard(u32::MAX, nvme::DSM_MAX_RANGES as u16, bs);
+            }
+            if idc.supports_write_zeroes() {
+                lim = lim.write_zeroes(l.max_write_zeroes_sectors());
+            }
+            let ns = Arc::new(
+                Namespace {
+                    nsid,
+                    lba_shift: bs.trailing_zeros(),
+                },
+                GFP_KERNEL,
+            )?;
+            let disk = GenDisk::new(
+                &self.set,
+                lim,
+                format_args!("rnvme{}n{}", self.instance.0, nsid),
+                id.capacity_sectors(),
+                &self.dev,
+                ns,
+            )?;
+            pr_info!(
+                "rnvme{}n{}: {} sectors of 512 B, block size {}\n",
+                self.instance.0,
+                nsid,
+                id.capacity_sectors(),
+                bs
+            );
+            self.disks.push(disk, GFP_KERNEL)?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the disks, deletes the I/O queues, frees their interrupts and shuts the
+    /// controller down (`nvme_remove()` order). What remains is freed by the drop.
+    fn teardown(&mut self) {
+        // del_gendisk: waits for and drains outstanding I/O of each disk.
+        self.disks = KVec::new();
+        let dead = self.io.dead.load(Ordering::Acquire);
+        if !dead {
+            for q in self.io.queues.iter().rev() {
+                let qid = q.qid();
+                let cmds = [
+                    SubmissionEntry::delete_sq(qid),
+                    SubmissionEntry::delete_cq(qid),
+                ];
+                for cmd in cmds.into_iter().flatten() {
+                    if let Err(e) = self.admin.exec(cmd) {
+                        pr_warn!(
+                            "rnvme{}: deleting queue {}: {:?}\n",
+                            self.instance.0,
+                            qid,
+                            e
+                        );
+                    }
+                }
+            }
+        }
+        self.irqs = KVec::new();
+        if !dead {
+            let regs = BarRegs(&self.bar);
+            let mut sd = ShutdownSeq::new(self.rtd3e);
+            if let Err(e) = run_sm(|now| sd.poll(&regs, now)) {
+                pr_warn!("rnvme{}: shutdown: {}\n", self.instance.0, e);
+            }
+        }
+    }
+
+    /// Removes the controller: teardown, then every resource is freed by the drop.
+    pub(crate) fn remove(mut this: KBox<Self>) {
+        this.teardown();
+        pr_info!("rnvme{}: removed\n", this.instance.0);
+    }
+}

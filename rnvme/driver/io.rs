@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The I/O path: blk-mq operations of the rnvme disks (`nvme_queue_rq()`, `nvme_pci_complete_rq()`,
+//! `nvme_timeout()` in `drivers/nvme/host/pci.c` are the C counterparts).
+//!
+//! C header: [`include/linux/blk-mq.h`](srctree/include/linux/blk-mq.h)
+
+use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+
+use kernel::{prelude::*, sync::Arc};
+use kernel_glue::{
+    block::mq::{Op, Operations, OwnedRequest, Request, TagSet, TimeoutAction},
+    dma::{Direction, DmaPool, Mapping, PoolBlock},
+    error::BlkStatus,
+    io::Bar,
+    irq::{Handler, IrqReturn},
+    pci,
+    time::msleep,
+};
+use nvme::{Disable, DsmRange, Poll, SubmissionEntry, DSM_MAX_RANGES};
+
+use crate::{
+    dptr,
+    queue::{Done, Queue},
+    ratelimit::warn_limited,
+    regs::BarRegs,
+};
+
+/// Most data segments of one request (`max_segments`).
+pub(crate) const MAX_SEGS: usize = 128;
+
+/// A namespace: the data of one disk's request queue.
+pub(crate) struct Namespace {
+    /// Namespace id.
+    pub(crate) nsid: u32,
+    /// log2 of the logical block size.
+    pub(crate) lba_shift: u32,
+}
+
+/// Data of the I/O tag set: the I/O queues and what the I/O path needs of the controller.
+pub(crate) struct IoData {
+    /// I/O queue pairs, hardware queue `i` is queue id `i + 1`.
+    pub(crate) queues: KVec<Arc<Queue>>,
+    /// PRP list and DSM range pages.
+    pub(crate) pool: Arc<DmaPool>,
+    /// The PCI device (DMA mappings).
+    pub(crate) dev: pci::Device,
+    /// BAR0 (controller disable after a timeout).
+    pub(crate) bar: Arc<Bar>,
+    /// Set once the controller was disabled: every new request fails.
+    pub(crate) dead: AtomicBool,
+}
+
+/// Per-request state the completion path writes.
+#[derive(Default)]
+pub(crate) struct RqShared {
+    /// The `blk_status_t` to end the request with.
+    status: AtomicU8,
+}
+
+/// Per-request state owned by the request's owner: what must live until completion.
+pub(crate) struct RqOwned {
+    /// The data segments' DMA mappings (unmapped on drop).
+    _map: Option<Mapping<MAX_SEGS>>,
+    /// PRP list or DSM range page (freed on drop).
+    _page: Option<PoolBlock>,
+}
+
+/// The blk-mq operations of the I/O queues.
+pub(crate) struct IoOps;
+
+/// Converts a blk status value stored by the completion path.
+fn status_of(v: u8) -> BlkStatus {
+    BlkStatus::from_raw(v).unwrap_or(BlkStatus::IOERR)
+}
+
+/// Maps an error of command preparation to the status blk-mq gets back.
+fn prep_status(e: Error) -> BlkStatus {
+    // Out of pool pages or mappings: let blk-mq retry later.
+    if e == ENOMEM {
+        BlkStatus::RESOURCE
+    } else {
+        BlkStatus::IOERR
+    }
+}
+
+impl IoOps {
+    /// Builds the command of `rq` and the resources it needs until completion.
+    fn prepare(
+        data: &IoData,
+        rq: &Request<IoOps>,
+    ) -> Result<(SubmissionEntry, RqOwned), BlkStatus> {
+        let ns = rq.queue_data();
+        let slba = rq.sector() >> (ns.lba_shift - 9);
+        let blocks = rq.bytes() >> ns.lba_shift;
+        match rq.op() {
+            Op::Read | Op::Write => {
+                let write = rq.op() == Op::Write;
+                let dir = if write {
+                    Direction::ToDevice
+                } else {
+                    Direction::FromDevice
+                };
+                let mut map = Mapping::<MAX_SEGS>::new(&data.dev, dir);
+                rq.for_each_segment(|seg| {
+                    // SAFETY: the segment is data of `rq`, which the block layer keeps
+                    // allocated and untouched by the CPU (against the direction) until the
+                    // request ends; the mapping is dropped before it ends (`complete`).
+                    unsafe { map.map(seg) }
+                })
+                .map_err(prep_status)?;
+                let (dptr, page) = dptr::build(map.segments(), &data.pool).map_err(prep_status)?;
+                let cmd = if write {
+                    SubmissionEntry::write(ns.nsid, slba, blocks, rq.is_fua(), dptr)
+                } else {
+                    SubmissionEntry::read(ns.nsid, slba, blocks, dptr)
+                }
+                .map_err(|_| BlkStatus::IOERR)?;
+                Ok((
+                    cmd,
+                    RqOwned {
+                        _map: Some(map),
+                        _page: page,
+                    },
+                ))
+            }
+            Op::Flush => Ok((
+                SubmissionEntry::flush(ns.nsid),
+                RqOwned {
+                    _map: None,
+                    _page: None,
+                },
+            )),
+            Op::WriteZeroes => {
+                let cmd = SubmissionEntry::write_zeroes(ns.nsid, slba, blocks, false)
+                    .map_err(|_| BlkStatus::IOERR)?;
+                Ok((
+                    cmd,
+                    RqOwned {
+                        _map: None,
+                        _page: None,
+                    },
+                ))
+            }
+            Op::Discard => {
+                let page = DmaPool::alloc(&data.pool).map_err(prep_status)?;
+                let mut n = 0usize;
+                rq.for_each_bio_range(|sector, bytes| {
+                    if n >= DSM_MAX_RANGES {
+                        return Err(EINVAL);
+                    }
+                    let r = DsmRange::new(sector >> (ns.lba_shift - 9), bytes >> ns.lba_shift);
+                    page.write(n * 16, &r.to_bytes())?;
+                    n += 1;
+                    Ok(())
+                })
+                .map_err(|_| BlkStatus::IOERR)?;
+                if n == 0 {
+                    return Err(BlkStatus::IOERR);
+                }
+                let cmd = SubmissionEntry::dsm_deallocate(
+                    ns.nsid,
+                    n,
+                    nvme::DataPointer::prp(page.dma_handle(), 0),
+                )
+                .map_err(|_| BlkStatus::IOERR)?;
+                Ok((
+                    cmd,
+                    RqOwned {
+                        _map: None,
+                        _page: Some(page),
+                    },
+                ))
+            }
+            Op::Other(_) => Err(BlkStatus::NOTSUPP),
+        }
+    }
+
+    /// Completes the requests of `hctx_idx`'s queue whose completions are posted; returns how
+    /// many.
+    pub(crate) fn process(set: &TagSet<IoOps>, hctx_idx: u32) -> u32 {
+        let Some(q) = set.data().queues.get(hctx_idx as usize) else {
+            return 0;
+        };
+        let mut total = 0u32;
+        loop {
+            let mut done = [Done::EMPTY; 16];
+            let n = q.drain(&mut done);
+            for d in done.iter().take(n) {
+                let Some(rq) = set.tag_to_rq(hctx_idx, u32::from(d.tag)) else {
+                    warn_limited!("queue {}: no request for tag {}\n", q.qid(), d.tag);
+                    continue;
+                };
+                let status = nvme::BlkStatus::from_nvme(d.status);
+                rq.shared().status.store(status.value(), Ordering::Relaxed);
+                // Exactly once per submission: the command id table let this tag through once.
+                rq.complete();
+                total += 1;
+            }
+            if n < done.len() {
+                return total;
+            }
+        }
+    }
+
+    /// Disables the controller (bounded by CAP.TO): every command is then dead and its memory
+    /// no longer accessed by the device.
+    fn disable(data: &IoData) {
+        if data.dead.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        pr_err!(
+            "{}: I/O timeout: disabling the controller\n",
+            data.dev.name()
+        );
+        let regs = BarRegs(&data.bar);
+        let mut d = Disable::new();
+        let mut now = 0u64;
+        // Bounded: `Disable` fails once its CAP.TO deadline has passed on this clock.
+        loop {
+            match d.poll(&regs, now) {
+                Ok(Poll::Wait(ms)) => {
+                    msleep(ms);
+                    now += u64::from(ms);
+                }
+                Ok(Poll::Done) => break,
+                Err(e) => {
+                    pr_err!("{}: disable failed: {}\n", data.dev.name(), e);
+                    break;
+                }
+            }
+        }
+    }
+}
+
+impl Operations for IoOps {
+    type Data = IoData;
+    type QueueData = Namespace;
+    type Shared = RqShared;
+    type Owned = RqOwned;
+
+    fn queue_rq(
+        data: &IoData,
+        hctx_idx: u32,
+        mut rq: OwnedRequest<Self>,
+        last: bool,
+    ) -> Result<(), BlkStatus> {
+        if data.dead.load(Ordering::Acquire) {
+            return Err(BlkStatus::IOERR);
+        }
+        let q = data.queues.get(hctx_idx as usize).ok_or(BlkStatus::IOERR)?;
+        let tag = rq
+            .tag()
+            .and_then(|t| u16::try_from(t).ok())
+            .ok_or(BlkStatus::IOERR)?;
+        let (mut cmd, owned) = Self::prepare(data, &rq)?;
+        rq.shared()
+            .status
+            .store(BlkStatus::OK.as_raw(), Ordering::Relaxed);
+        *rq.owned_mut() = Some(owned);
+        rq.start();
+        if let Err(e) = q.submit(tag, &mut cmd, last) {
+            // Not submitted: release the mappings before blk-mq ends or requeues it.
+            *rq.owned_mut() = None;
+            warn_limited!("queue {}: submit failed: {:?}\n", q.qid(), e);
+            return Err(BlkStatus::DEV_RESOURCE);
+        }
+        rq.submit();
+        Ok(())
+    }
+
+    fn commit_rqs(data: &IoData, hctx_idx: u32) {
+        if let Some(q) = data.queues.get(hctx_idx as usize) {
+            q.commit();
+        }
+    }
+
+    fn complete(_data: &IoData, mut rq: OwnedRequest<Self>) {
+        // Unmap and free first (`nvme_unmap_data()`), then end.
+        *rq.owned_mut() = None;
+        let status = status_of(rq.shared().status.load(Ordering::Relaxed));
+        rq.end(status);
+    }
+
+    fn timeout(data: &IoData, rq: &Request<Self>) -> TimeoutAction {
+        let (Some(hctx), Some(tag)) = (rq.hctx_idx(), rq.tag()) else {
+            return TimeoutAction::ResetTimer;
+        };
+        let Some(q) = data.queues.get(hctx as usize) else {
+            return TimeoutAction::ResetTimer;
+        };
+        let Ok(tag) = u16::try_from(tag) else {
+            return TimeoutAction::ResetTimer;
+        };
+        if !data.dead.load(Ordering::Acquire) {
+            warn_limited!(
+                "{}: queue {}: tag {} timed out\n",
+                data.dev.name(),
+                q.qid(),
+                tag
+            );
+        }
+        // No abort command yet: stop the controller (all its DMA), then fail the request.
+        // Every other request in flight times out in turn and is failed here at once.
+        Self::disable(data);
+        if q.cancel(tag) {
+            rq.shared()
+                .status
+                .store(BlkStatus::TIMEOUT.as_raw(), Ordering::Relaxed);
+            rq.complete();
+        }
+        TimeoutAction::Done
+    }
+
+    fn poll(_data: &IoData, _hctx_idx: u32) -> u32 {
+        // Poll queues need the tag set (to find requests); see `QueueIrq`. Not offered yet:
+        // the tag set is created without poll queues.
+        0
+    }
+}
+
+/// The interrupt handler of one I/O queue.
+pub(crate) struct QueueIrq {
+    /// The tag set whose hardware queue `hctx_idx` this queue serves.
+    pub(crate) set: Arc<TagSet<IoOps>>,
+    /// The hardware queue index.
+    pub(crate) hctx_idx: u32,
+    /// Whether the line may be shared (INTx): then report `None` when nothing was posted.
+    pub(crate) shared: bool,
+}
+
+impl Handler for QueueIrq {
+    fn handle(&self) -> IrqReturn {
+        if self.shared {
+            let pending = self
+                .set
+                .data()
+                .queues
+                .get(self.hctx_idx as usize)
+                .is_some_and(|q| q.pending());
+            if !pending {
+                return IrqReturn::None;
+            }
+        }
+        IoOps::process(&self.set, self.hctx_idx);
+        IrqReturn::Handled
+    }
+}

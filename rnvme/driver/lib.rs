@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! rnvme: an NVMe PCI block driver on the iovstack crates and the `nvme` protocol core.
+//!
+//! The driver binds PCI class 0x010802 (NVM Express) devices that no other driver owns, or that
+//! are bound to it explicitly (`echo rnvme > /sys/bus/pci/devices/<bdf>/driver_override`, then
+//! `echo <bdf> > /sys/bus/pci/drivers/rnvme/bind`), and exposes each active namespace as a disk
+//! named `rnvme<C>n<N>` (`C`: controller instance, `N`: namespace id).
+//!
+//! Parameters (declared in `params.c`, read with `kernel_glue::params`): `io_queues` (0: one per
+//! online CPU), `queue_depth` (entries per I/O queue).
+//!
+//! Structure: [`ctrl`] brings a controller up and down, [`admin`] runs admin commands,
+//! [`queue`] is one queue pair, [`io`] the blk-mq operations, [`dptr`] the data pointers. All
+//! `unsafe` code is in `kernel-glue`; the protocol logic is the `nvme` crate's.
+//!
+//! C header: [`include/linux/nvme.h`](srctree/include/linux/nvme.h)
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use kernel::{c_str, prelude::*, str::CStr};
+use kernel_glue::{
+    params::param_uint,
+    pci::{self, Driver},
+};
+
+mod admin;
+mod ctrl;
+mod dptr;
+mod io;
+mod queue;
+mod ratelimit;
+mod regs;
+
+module! {
+    type: RnvmeModule,
+    name: "rnvme",
+    author: "rnvme",
+    description: "NVMe PCI block driver in Rust on the iovstack crates",
+    license: "GPL",
+}
+
+/// Module parameters.
+pub(crate) struct Params {
+    /// I/O queues wanted (0: one per online CPU).
+    pub(crate) io_queues: u32,
+    /// Entries per I/O queue.
+    pub(crate) queue_depth: u32,
+}
+
+/// `io_queues`, stored at load time before the driver is registered.
+static IO_QUEUES: AtomicU32 = AtomicU32::new(0);
+/// `queue_depth`, stored at load time before the driver is registered.
+static QUEUE_DEPTH: AtomicU32 = AtomicU32::new(256);
+
+/// The parameters as read at load time.
+fn params() -> Params {
+    Params {
+        io_queues: IO_QUEUES.load(Ordering::Relaxed),
+        queue_depth: QUEUE_DEPTH.load(Ordering::Relaxed),
+    }
+}
+
+impl Driver for ctrl::Controller {
+    const NAME: &'static CStr = c_str!("rnvme");
+    // PCI_CLASS_STORAGE_EXPRESS << 8 | the NVM Express programming interface.
+    const CLASS: u32 = 0x010802;
+    const CLASS_MASK: u32 = 0xffffff;
+
+    fn probe(dev: &pci::Device) -> Result<KBox<Self>> {
+        ctrl::Controller::probe(dev, &params())
+    }
+
+    fn remove(this: KBox<Self>, _dev: &pci::Device) {
+        ctrl::Controller::remove(this);
+    }
+}
+
+struct RnvmeModule {
+    _reg: pci::Registration<ctrl::Controller>,
+}
+
+impl kernel::Module for RnvmeModule {
+    fn init(module: &'static ThisModule) -> Result<Self> {
+        if let Some(v) = param_uint(module, c_str!("io_queues")) {
+            IO_QUEUES.store(v, Ordering::Relaxed);
+        }
+        if let Some(v) = param_uint(module, c_str!("queue_depth")) {
+            QUEUE_DEPTH.store(v, Ordering::Relaxed);
+        }
+        let p = params();
+        pr_info!(
+            "loaded (io_queues={}, queue_depth={})\n",
+            p.io_queues,
+            p.queue_depth
+        );
+        Ok(Self {
+            _reg: pci::Registration::new()?,
+        })
+    }
+}

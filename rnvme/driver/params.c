@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Module parameters of rnvme.ko. Linux 6.12's Rust `module!` macro has no parameter support, so
+ * they are declared here and read from Rust through THIS_MODULE->kp (kernel-glue/src/params.rs).
+ */
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+
+static unsigned int io_queues;
+module_param(io_queues, uint, 0444);
+MODULE_PARM_DESC(io_queues, "I/O queues per controller (0: one per online CPU, as granted)");
+
+static unsigned int queue_depth = 256;
+module_param(queue_depth, uint, 0444);
+MODULE_PARM_DESC(queue_depth, "Entries per I/O queue (2..1024, at most CAP.MQES + 1)");

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One NVMe queue pair: submission and completion rings in coherent DMA memory, their doorbells,
+//! and the command id table, all under one IRQ-safe lock.
+//!
+//! C header: [`include/linux/nvme.h`](srctree/include/linux/nvme.h)
+//!
+//! The ring logic (tail, head, phase, wrap, validation of every completion field, command id
+//! generations) is the protocol core's (`nvme::SubmissionQueue`, `nvme::CompletionQueue`,
+//! `nvme::CidTable`); this file gives it memory and doorbells. As in `nvme_handle_cqe()` of
+//! `drivers/nvme/host/pci.c`, an invalid completion is reported (rate-limited) and dropped.
+
+use core::sync::atomic::{compiler_fence, Ordering};
+
+use kernel::{prelude::*, sync::Arc};
+
+use crate::ratelimit::warn_limited;
+use kernel_glue::{dma::CoherentAllocation, io::Bar, pci, sync::IrqSpinLock};
+use nvme::{
+    CidTable, CompletionEntry, CompletionMemory, CompletionQueue, Doorbells, Status,
+    SubmissionEntry, SubmissionMemory, SubmissionQueue, CQE_SIZE, SQE_SIZE,
+};
+
+/// A valid completion, resolved to the blk-mq tag it was submitted for.
+#[derive(Clone, Copy)]
+pub(crate) struct Done {
+    /// The tag.
+    pub(crate) tag: u16,
+    /// The NVMe status.
+    pub(crate) status: Status,
+    /// Command specific result (dwords 0 and 1).
+    pub(crate) result: u64,
+}
+
+impl Done {
+    /// A placeholder for output arrays.
+    pub(crate) const EMPTY: Self = Self {
+        tag: 0,
+        status: Status::from_raw(0),
+        result: 0,
+    };
+}
+
+/// Most entries of one queue (and tags of one hardware queue + 1).
+pub(crate) const MAX_DEPTH: usize = 1024;
+
+/// Submission ring memory.
+struct SqMem<'a>(&'a CoherentAllocation);
+
+impl SubmissionMemory for SqMem<'_> {
+    fn write_entry(&mut self, index: u16, entry: &SubmissionEntry) {
+        // In range: the core only writes indexes below the depth the memory was sized for.
+        let _ = self
+            .0
+            .write(usize::from(index) * SQE_SIZE, &entry.to_bytes());
+    }
+}
+
+/// Completion ring memory.
+struct CqMem<'a>(&'a CoherentAllocation);
+
+impl CompletionMemory for CqMem<'_> {
+    fn read_status(&self, index: u16) -> u16 {
+        // Out of range cannot happen (see `SqMem`); 0 reads as "not posted" for phase 1.
+        self.0
+            .read_u16(usize::from(index) * CQE_SIZE + 14)
+            .unwrap_or(0)
+    }
+
+    fn read_entry(&self, index: u16) -> CompletionEntry {
+        // The core read the phase bit first: the rest of the entry must not be read before it
+        // (`dma_rmb()` in `nvme_cqe_pending()` users; a compiler barrier on x86, whose loads are
+        // not reordered with other loads).
+        compiler_fence(Ordering::SeqCst);
+        let mut b = [0u8; CQE_SIZE];
+        let _ = self.0.read(usize::from(index) * CQE_SIZE, &mut b);
+        CompletionEntry::from_bytes(&b)
+    }
+}
+
+/// The mutable state of a queue pair.
+struct Rings {
+    sq: SubmissionQueue,
+    cq: CompletionQueue,
+    cids: CidTable<MAX_DEPTH>,
+}
+
+/// A queue pair (admin queue or I/O queue).
+pub(crate) struct Queue {
+    qid: u16,
+    sq_mem: CoherentAllocation,
+    cq_mem: CoherentAllocation,
+    sq_db: usize,
+    cq_db: usize,
+    bar: Arc<Bar>,
+    rings: IrqSpinLock<Rings>,
+}
+
+/// Why a submission failed.
+#[derive(Debug)]
+pub(crate) enum SubmitError {
+    /// The tag is out of range or already in flight (a driver bug).
+    Cid,
+    /// The ring is full.
+    Full,
+}
+
+impl Queue {
+    /// Allocates queue pair `qid` with `depth` entries (2..=`MAX_DEPTH`).
+    pub(crate) fn new(
+        dev: &pci::Device,
+        bar: &Arc<Bar>,
+        dbs: &Doorbells,
+        qid: u16,
+        depth: u32,
+    ) -> Result<Arc<Self>> {
+        if !(2..=MAX_DEPTH as u32).contains(&depth) {
+            return Err(EINVAL);
+        }
+        let sq_mem = CoherentAllocation::new(dev, depth as usize * SQE_SIZE)?;
+        let cq_mem = CoherentAllocation::new(dev, depth as usize * CQE_SIZE)?;
+        let sq_db = dbs.sq_tail(qid).map_err(|_| EINVAL)? as usize;
+        let cq_db = dbs.cq_head(qid).map_err(|_| EINVAL)? as usize;
+        if sq_db.saturating_add(4) > bar.len() || cq_db.saturating_add(4) > bar.len() {
+            return Err(EINVAL);
+        }
+        let rings = Rings {
+            sq: SubmissionQueue::new(qid, depth).map_err(|_| EINVAL)?,
+            cq: CompletionQueue::new(qid, depth, qid, depth).map_err(|_| EINVAL)?,
+            // One slot stays empty (full/empty sentinel): `depth - 1` commands in flight.
+            cids: CidTable::new(depth as usize - 1).map_err(|_| EINVAL)?,
+        };
+        Ok(Arc::new(
+            Self {
+                qid,
+                sq_mem,
+                cq_mem,
+                sq_db,
+                cq_db,
+                bar: bar.clone(),
+                rings: IrqSpinLock::new(rings)?,
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// Queue id (0: admin).
+    pub(crate) fn qid(&self) -> u16 {
+        self.qid
+    }
+
+    /// Bus address of the submission ring.
+    pub(crate) fn sq_addr(&self) -> u64 {
+        self.sq_mem.dma_handle()
+    }
+
+    /// Bus address of the completion ring.
+    pub(crate) fn cq_addr(&self) -> u64 {
+        self.cq_mem.dma_handle()
+    }
+
+    /// Submits `cmd` for blk-mq tag `tag` (command id from the tag and its next generation);
+    /// rings the doorbell when `last` (else [`Queue::commit`] must follow).
+    pub(crate) fn submit(
+        &self,
+        tag: u16,
+        cmd: &mut SubmissionEntry,
+        last: bool,
+    ) -> Result<(), SubmitError> {
+        let mut r = self.rings.lock();
+        if r.sq.is_full() {
+            return Err(SubmitError::Full);
+        }
+        let cid = r.cids.start(tag).map_err(|_| SubmitError::Cid)?;
+        cmd.set_cid(cid);
+        if r.sq.push(&mut SqMem(&self.sq_mem), cmd).is_err() {
+            r.cids.cancel(tag);
+            return Err(SubmitError::Full);
+        }
+        if last {
+            self.ring_sq(&mut r.sq);
+        }
+        Ok(())
+    }
+
+    /// Rings the submission doorbell for entries pushed without `last`.
+    pub(crate) fn commit(&self) {
+        let mut r = self.rings.lock();
+        self.ring_sq(&mut r.sq);
+    }
+
+    fn ring_sq(&self, sq: &mut SubmissionQueue) {
+        if let Some(tail) = sq.commit() {
+            // `writel` orders the entry (coherent memory) before the doorbell.
+            let _ = self.bar.write32(self.sq_db, tail);
+        }
+    }
+
+    /// Takes up to `out.len()` valid completions off the ring, each resolved to its tag,
+    /// and writes the head doorbell. Invalid entries (bad phase, queue
+    /// id, SQ head, unknown or stale command id) are reported and dropped. Returns how many
+    /// were stored.
+    pub(crate) fn drain(&self, out: &mut [Done]) -> usize {
+        let mut n = 0;
+        let mut r = self.rings.lock();
+        let r = &mut *r;
+        while n < out.len() {
+            let Some(next) = r.cq.next(&CqMem(&self.cq_mem)) else {
+                break;
+            };
+            let c = match next {
+                Ok(c) => c,
+                Err(e) => {
+                    warn_limited!("queue {}: invalid completion: {}\n", self.qid, e);
+                    continue;
+                }
+            };
+            if let Err(e) = r.sq.update_head(c.sq_head) {
+                warn_limited!("queue {}: {}\n", self.qid, e);
+            }
+            match r.cids.complete(c.cid) {
+                Ok(tag) => {
+                    if let Some(slot) = out.get_mut(n) {
+                        *slot = Done {
+                            tag,
+                            status: c.status,
+                            result: c.result,
+                        };
+                        n += 1;
+                    }
+                }
+                Err(e) => {
+                    warn_limited!("queue {}: completion dropped: {}\n", self.qid, e);
+                }
+            }
+        }
+        if let Some(head) = r.cq.doorbell() {
+            let _ = self.bar.write32(self.cq_db, head);
+        }
+        n
+    }
+
+    /// Whether a completion is waiting (for a shared interrupt line).
+    pub(crate) fn pending(&self) -> bool {
+        let r = self.rings.lock();
+        r.cq.pending(&CqMem(&self.cq_mem))
+    }
+
+    /// Forgets command `tag` if in flight (the controller is disabled, so it will never
+    /// complete); returns whether it was.
+    pub(crate) fn cancel(&self, tag: u16) -> bool {
+        self.rings.lock().cids.cancel(tag)
+    }
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Build rnvme.ko and run its basic guest test (tests/qemu/guest-tests/20-rnvme-basic.sh) in the
+# QEMU guest.
+#
+#   scripts/test-driver.sh [normal|debug] [run-guest.sh options, e.g. --nvme 1 or --ctrl SPEC]
+#
+# Default controllers: tests/qemu/run-guest.sh --topology proof (two namespaces of 512 and 4096
+# byte blocks on one controller, a controller that grants one queue, ...), or two plain
+# controllers where run-guest.sh has no topologies. Exit 0 iff every guest
+# test passed and the console log is clean (no BUG/WARNING/KASAN/lockdep/kmemleak report).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+variant=normal
+if [[ "${1:-}" == normal || "${1:-}" == debug ]]; then variant="$1"; shift; fi
+q="$RNVME_REPO/tests/qemu"
+if ((! $#)); then
+    if grep -q -- '--topology' "$q/run-guest.sh"; then set -- --topology proof; else set -- --nvme 2; fi
+fi
+
+stage "build rnvme.ko ($variant)"
+driver_initramfs_args "$variant"
+stage_end
+
+img=$("$q/mkinitramfs.sh" -k "$variant" --no-default-tests "${DRIVER_ARGS[@]}" \
+    -o "$RNVME_CACHE/initramfs/rnvme-driver-$variant.cpio")
+mkdir -p "$RNVME_CACHE/logs"
+logf="$RNVME_CACHE/logs/rnvme-driver-$variant-$(date +%Y%m%d-%H%M%S).log"
+rc=0
+"$q/run-guest.sh" -k "$variant" -i "$img" -l "$logf" "$@" || rc=$?
+grep -aE '^(PASS|FAIL): ' "$logf" | tr -d '\r' | sed 's/^/  /' >&2 || true
+if ((rc == 0)); then
+    log "rnvme driver test ($variant): PASS (log $logf)"
+else
+    die "rnvme driver test ($variant): FAIL, run-guest.sh exit $rc (log $logf)"
+fi

@@ -1,0 +1,133 @@
+#!/bin/sh
+# rnvme.ko basics: load, bind every NVMe controller to rnvme (driver_override + bind), disks
+# named rnvme<C>n<N> with the sizes and logical block sizes QEMU was given, interrupts, a short
+# fio verify on each disk, discard/write-zeroes reading back zeroes, rmmod refused while a disk
+# is open, unload + reload (data survives), and ten load/unload cycles.
+. /lib/rnvme/lib.sh
+
+ko=/lib/modules/extra/rnvme.ko
+if [ ! -f "$ko" ]; then fail "rnvme-ko-present ($ko missing)"; exit 1; fi
+
+ctrls=$(nvme_pci_list)
+if [ -z "$ctrls" ]; then fail "rnvme-controllers (no NVMe controller)"; exit 1; fi
+nctrl=$(echo $ctrls | wc -w)
+
+# Expected namespaces of a controller: the LBSxBYTES list from the host, or one of any size.
+expected_ns() { _e=$(nvme_ctrl_field "$1" 4); echo "${_e:-0x0}" | tr '+' ' '; }
+expected_count() { echo $(expected_ns "$1") | wc -w; }
+
+# Every controller is kept off other drivers before rnvme loads, then bound to rnvme.
+for b in $ctrls; do nvme_park "$b"; done
+check rnvme-load insmod "$ko"
+for b in $ctrls; do check "rnvme-bind-$b" nvme_bind "$b" rnvme; done
+nvme_ctrls
+dmesg | grep -E 'rnvme[0-9]*: ' | sed 's/^/dmesg: /'
+
+disks=""
+for b in $ctrls; do
+    n=$(expected_count "$b")
+    if ds=$(nvme_wait_disks "$b" "$n" 20); then
+        pass "rnvme-disks-$b ($ds)"
+    else
+        fail "rnvme-disks-$b (wanted $n)"; continue
+    fi
+    i=1
+    for spec in $(expected_ns "$b"); do
+        d=$(echo $ds | cut -d' ' -f$i); i=$((i + 1))
+        case "$d" in rnvme[0-9]*n[0-9]*) pass "rnvme-name-$d" ;; *) fail "rnvme-name ($d)" ;; esac
+        lbs=${spec%x*}; bytes=${spec#*x}
+        got_lbs=$(cat /sys/block/$d/queue/logical_block_size)
+        got_bytes=$(( $(cat /sys/block/$d/size) * 512 ))
+        echo "$d: $got_bytes bytes, logical block size $got_lbs (host: $spec)"
+        if [ "$lbs" = 0 ]; then
+            [ "$got_bytes" -gt 0 ] && pass "rnvme-size-$d" || fail "rnvme-size-$d (empty)"
+        else
+            [ "$got_lbs" = "$lbs" ] && pass "rnvme-lbs-$d" || fail "rnvme-lbs-$d ($got_lbs, want $lbs)"
+            [ "$got_bytes" = "$bytes" ] && pass "rnvme-size-$d" || fail "rnvme-size-$d ($got_bytes, want $bytes)"
+        fi
+        disks="$disks $d"
+    done
+done
+[ -n "$disks" ] || { fail "rnvme-no-disks"; exit 1; }
+
+echo "--- /proc/interrupts (rnvme)"
+grep -E 'CPU|rnvme' /proc/interrupts
+ncpu=$(grep -c ^processor /proc/cpuinfo)
+for b in $ctrls; do
+    # One I/O queue vector per CPU (requested: rnvme polls its admin queue), fewer when the
+    # controller grants fewer queue pairs (qpairs from the host).
+    q=$(nvme_ctrl_field "$b" 3); want=$ncpu
+    [ -n "$q" ] && [ "$q" != 0 ] && [ "$q" -lt "$ncpu" ] && want=$q
+    n=$(irq_counts $(nvme_irqs "$b") | wc -l)
+    [ "$n" = "$want" ] && pass "rnvme-vectors-$b ($n I/O queue vectors)" ||
+        fail "rnvme-vectors-$b ($n vectors in use, want $want)"
+done
+
+for d in $disks; do
+    lbs=$(cat /sys/block/$d/queue/logical_block_size)
+    bs=4k; [ "$lbs" -gt 4096 ] && bs=$lbs
+    run_fio "rnvme-$d-randwrite-verify" --filename=/dev/$d --direct=1 --bs=$bs --size=16M \
+        --ioengine=io_uring --iodepth=16 --rw=randwrite --verify=crc32c --do_verify=1 \
+        --verify_fatal=1
+    run_fio "rnvme-$d-mixed-verify-libaio" --filename=/dev/$d --direct=1 --bsrange=$lbs-256k \
+        --size=16M --offset=16M --ioengine=libaio --iodepth=8 --rw=randwrite --verify=crc32c \
+        --do_verify=1 --verify_fatal=1
+done
+
+d=$(echo $disks | cut -d' ' -f1)
+# Discard and write-zeroes: write a pattern, clear it, read back zeroes.
+zero_check() {
+    _name=$1; shift
+    dd if=/dev/urandom of=/dev/$d bs=64k count=16 seek=512 oflag=direct 2>/dev/null
+    if ! "$@"; then fail "rnvme-$_name ($* failed)"; return 1; fi
+    drop_caches
+    _nz=$(dd if=/dev/$d bs=64k count=16 skip=512 iflag=direct 2>/dev/null | tr -d '\0' | wc -c)
+    _len=$(dd if=/dev/$d bs=64k count=16 skip=512 iflag=direct 2>/dev/null | wc -c)
+    if [ "$_len" = 1048576 ] && [ "$_nz" = 0 ]; then
+        pass "rnvme-$_name-reads-zero"
+    else
+        fail "rnvme-$_name-reads-zero ($_nz non-zero bytes of $_len)"
+    fi
+}
+if [ "$(cat /sys/block/$d/queue/discard_max_bytes)" -gt 0 ] && command -v blkdiscard >/dev/null; then
+    zero_check discard blkdiscard -o $((512 * 65536)) -l 1048576 /dev/$d
+fi
+# util-linux blkdiscard (BLKZEROOUT); busybox's applet has no -z.
+if [ "$(cat /sys/block/$d/queue/write_zeroes_max_bytes)" -gt 0 ] && [ -x /usr/sbin/blkdiscard ]; then
+    zero_check write-zeroes /usr/sbin/blkdiscard -z -o $((512 * 65536)) -l 1048576 /dev/$d
+else
+    echo "write-zeroes check not run (no write zeroes support or no util-linux blkdiscard)"
+fi
+
+# A pattern that must survive unload and reload.
+dd if=/dev/urandom of=/tmp/pattern bs=64k count=16 2>/dev/null
+dd if=/tmp/pattern of=/dev/$d bs=64k seek=1024 oflag=direct conv=fsync 2>/dev/null
+sum_before=$(md5sum < /tmp/pattern | cut -d' ' -f1)
+
+# rmmod must be refused while a disk is open.
+exec 3< /dev/$d
+if rmmod rnvme 2>/dev/null; then fail "rnvme-rmmod-refused-while-open"; else pass "rnvme-rmmod-refused-while-open"; fi
+exec 3<&-
+
+check rnvme-unload rmmod rnvme
+[ ! -e /sys/block/$d ] && pass "rnvme-disks-gone" || fail "rnvme-disks-gone ($d still there)"
+check rnvme-reload insmod "$ko"
+b0=$(echo $ctrls | cut -d' ' -f1)
+if nvme_wait_disks "$b0" 1 20 >/dev/null && wait_for /dev/$d 10; then
+    sum_after=$(dd if=/dev/$d bs=64k skip=1024 count=16 iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1)
+    [ "$sum_after" = "$sum_before" ] && pass "rnvme-data-survives-reload" || fail "rnvme-data-survives-reload"
+else
+    fail "rnvme-reload-disks"
+fi
+
+ok=1
+for i in 1 2 3 4 5 6 7 8 9 10; do
+    rmmod rnvme || { ok=0; echo "cycle $i: rmmod failed"; break; }
+    insmod "$ko" || { ok=0; echo "cycle $i: insmod failed"; break; }
+    nvme_wait_disks "$b0" 1 20 >/dev/null || { ok=0; echo "cycle $i: no disk"; break; }
+    dd if=/dev/$d of=/dev/null bs=4k count=16 iflag=direct 2>/dev/null || { ok=0; echo "cycle $i: read failed"; break; }
+done
+[ "$ok" = 1 ] && pass "rnvme-reload-10-cycles" || fail "rnvme-reload-10-cycles"
+
+check rnvme-final-unload rmmod rnvme
+for b in $ctrls; do nvme_release "$b"; done
