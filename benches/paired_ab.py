@@ -9,7 +9,8 @@ other variant). Each pass runs every binary once with ROUNDS rounds (the order o
 reversed every other pass), each round itself pairing a geometry with its memcpy ceiling
 (see examples/paired.rs). The per-round ratios of all passes are pooled per binary and
 geometry; printed are their median, 10th and 90th percentiles, the number of rounds, the
-preempted attempts that were retried, and the 1-minute load range. PAIRED_PAGES is passed on.
+preempted attempts that were retried, the rounds kept although preempted (dirty), and the
+1-minute load range. PAIRED_PAGES is passed on.
 """
 import csv
 import os
@@ -47,10 +48,10 @@ def main():
                         rows.setdefault((label, r["geometry"]), []).append((
                             float(r["geometry_ns"]) / float(r["ceiling_ns"]),
                             float(r["load_before"]), float(r["load_after"]),
-                            int(r["attempts"])))
+                            int(r["attempts"]), r["clean"] == "true"))
             print(f"pass {p + 1}/{passes}, load {os.getloadavg()[0]:.2f}", file=sys.stderr)
     print(f"{'geometry':<18} {'build':<8} {'ratio':>6} {'p10':>6} {'p90':>6} {'rounds':>6} "
-          f"{'retry':>5} {'load':>9}")
+          f"{'retry':>5} {'dirty':>5} {'load':>9}")
     for geo in dict.fromkeys(g for _, g in rows):
         for label, _ in bins:
             v = rows.get((label, geo), [])
@@ -60,7 +61,8 @@ def main():
             loads = [x[1] for x in v] + [x[2] for x in v]
             print(f"{geo:<18} {label:<8} {statistics.median(ratios):6.3f} "
                   f"{quantile(ratios, 0.1):6.3f} {quantile(ratios, 0.9):6.3f} {len(v):6d} "
-                  f"{sum(x[3] - 1 for x in v):5d} {min(loads):4.2f}-{max(loads):<4.2f}")
+                  f"{sum(x[3] - 1 for x in v):5d} {sum(not x[4] for x in v):5d} "
+                  f"{min(loads):4.2f}-{max(loads):<4.2f}")
 
 
 if __name__ == "__main__":

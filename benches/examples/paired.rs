@@ -10,15 +10,16 @@
 //! 256 MiB; a multiple of 64). On a shared machine a 256 MiB run (4-8 ms) is often preempted,
 //! so every timed run also reads this thread's context-switch count (`/proc/thread-self/schedstat`,
 //! third field) before and after: a round counts only if neither of its two runs was switched
-//! out, and is retried otherwise (up to 50 times, then kept and counted as `dirty`). Smaller
+//! out, and is retried otherwise (up to [`ATTEMPTS`] times; then the last attempt is kept and the
+//! round counted as `dirty`). Smaller
 //! `PAIRED_PAGES` (16,384 = 64 MiB, about 1 ms) make clean rounds likelier under load.
 //!
 //! Columns: `median` and `ceil med` the median run and ceiling times, `ratio` the median
 //! per-round ratio, `p10`/`p90` the 10th and 90th percentiles of the per-round ratios,
 //! `min/min` the best run time over the best ceiling time, `retry` the preempted attempts
-//! discarded, `load` the 1-minute load average (`/proc/loadavg`) read before and after every
+//! discarded, `dirty` the rounds kept although preempted, `load` the 1-minute load average (`/proc/loadavg`) read before and after every
 //! round, as min-max over the rounds. With `PAIRED_CSV=path`, every round is also written there
-//! (geometry, round, ceiling ns, geometry ns, load before, load after, attempts).
+//! (geometry, round, ceiling ns, geometry ns, load before, load after, attempts, clean).
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::time::Instant;
@@ -39,6 +40,9 @@ enum Run {
         fn(&mut TiledMem, &mut IovIter<'_, Pfn, Source>, &mut [u8]) -> usize,
     ),
 }
+
+/// Attempts per round before a preempted one is kept anyway.
+const ATTEMPTS: usize = 10;
 
 /// This thread's context-switch-in count (`pcount`, third field of `/proc/thread-self/schedstat`),
 /// `None` if unavailable.
@@ -75,7 +79,8 @@ fn time(run: Run, mem: &mut TiledMem, t: &Tables, s: &mut [u8]) -> (f64, bool) {
 }
 
 /// One round: the ceiling and the run back to back, `ceil_first` choosing the order, retried
-/// until neither was switched out (at most 50 attempts). Returns (ceiling ns, run ns, attempts).
+/// until neither was switched out (at most [`ATTEMPTS`]). Returns (ceiling ns, run ns, attempts,
+/// clean).
 fn round(
     run: Run,
     ceil: Run,
@@ -83,7 +88,7 @@ fn round(
     mem: &mut TiledMem,
     t: &Tables,
     s: &mut [u8],
-) -> (f64, f64, usize) {
+) -> (f64, f64, usize, bool) {
     let mut attempts = 0;
     loop {
         attempts += 1;
@@ -94,8 +99,8 @@ fn round(
             let x = time(run, mem, t, s);
             (time(ceil, mem, t, s), x)
         };
-        if (c_ok && x_ok) || attempts >= 50 {
-            return (c, x, attempts);
+        if (c_ok && x_ok) || attempts >= ATTEMPTS {
+            return (c, x, attempts, c_ok && x_ok);
         }
     }
 }
@@ -193,33 +198,47 @@ fn main() {
         t.total >> 20
     );
     println!(
-        "{:<18} {:>8} {:>8} {:>8} {:>7} {:>6} {:>6} {:>7} {:>5} {:>9}",
-        "run", "median", "ceil med", "min", "ratio", "p10", "p90", "min/min", "retry", "load"
+        "{:<18} {:>8} {:>8} {:>8} {:>7} {:>6} {:>6} {:>7} {:>5} {:>5} {:>9}",
+        "run",
+        "median",
+        "ceil med",
+        "min",
+        "ratio",
+        "p10",
+        "p90",
+        "min/min",
+        "retry",
+        "dirty",
+        "load"
     );
     for (name, run, ceil) in runs {
         if !only.is_empty() && !only.iter().any(|o| o == name) {
             continue;
         }
         let (mut a, mut b, mut r, mut loads) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let mut retries = 0;
+        let (mut retries, mut dirty) = (0, 0);
         round(run, ceil, true, &mut mem, &t, scratch.as_mut_slice());
         for i in 0..rounds {
             let before = load();
-            let (c, x, attempts) =
+            let (c, x, attempts, clean) =
                 round(run, ceil, i % 2 == 0, &mut mem, &t, scratch.as_mut_slice());
             let after = load();
             retries += attempts - 1;
+            dirty += usize::from(!clean);
             a.push(x);
             b.push(c);
             r.push(x / c);
             loads.extend([before, after]);
-            let _ = writeln!(csv, "{name},{i},{c:.0},{x:.0},{before},{after},{attempts}");
+            let _ = writeln!(
+                csv,
+                "{name},{i},{c:.0},{x:.0},{before},{after},{attempts},{clean}"
+            );
         }
         let (amin, _) = min_max(&a);
         let (bmin, _) = min_max(&b);
         let (lmin, lmax) = min_max(&loads);
         println!(
-            "{:<18} {:>8.3} {:>8.3} {:>8.3} {:>7.3} {:>6.3} {:>6.3} {:>7.3} {:>5} {:>4.2}-{:<4.2}",
+            "{:<18} {:>8.3} {:>8.3} {:>8.3} {:>7.3} {:>6.3} {:>6.3} {:>7.3} {:>5} {:>5} {:>4.2}-{:<4.2}",
             name,
             quantile(&mut a, 0.5) / 1e6,
             quantile(&mut b, 0.5) / 1e6,
@@ -229,12 +248,13 @@ fn main() {
             quantile(&mut r, 0.9),
             amin / bmin,
             retries,
+            dirty,
             lmin,
             lmax
         );
     }
     if let Ok(path) = std::env::var("PAIRED_CSV") {
-        let head = "geometry,round,ceiling_ns,geometry_ns,load_before,load_after,attempts\n";
+        let head = "geometry,round,ceiling_ns,geometry_ns,load_before,load_after,attempts,clean\n";
         if let Err(e) = std::fs::write(&path, format!("{head}{csv}")) {
             eprintln!("{path}: {e}");
         }
