@@ -5,10 +5,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use bio::{
-    Bio, BvecArray, DmaSegment, LimitsConfig, Op, PremappedPages, PrpListPage, PrpLists,
-    QueueLimits,
-};
+use bio::{Bio, BvecArray, LimitsConfig, Op, QueueLimits};
 use bvec::{Pfn, PAGE_SIZE};
 use criterion::{criterion_main, BatchSize, Criterion, Throughput};
 use iov::{IovIter, Source};
@@ -19,6 +16,7 @@ use iovstack_benches::bio_paths::{
 use iovstack_benches::kunit::{self, Tables, CHUNK, NPAGES, PAGE_BVEC, TOTAL};
 use iovstack_benches::npages::{ragged_table, table_bytes, walk_npages};
 use iovstack_benches::tiled::{AlignedBuf, TiledMem};
+use nvme::{DmaSegment, PremappedPages, PrpListPage, PrpLists};
 
 /// Refuses to time a benchmark whose work is not the whole 256 MiB.
 fn expect_total(name: &str, moved: usize) {

@@ -13,12 +13,10 @@
 //! The buffer's pages are physically discontiguous (`Pfn(2i + 1)`), so nothing merges and a
 //! request of `n` pages has `n` segments, the worst case for the per-I/O paths.
 
-use bio::{
-    build_prps, build_prps_from_tag, Bio, BioBuilder, DmaSegment, Op, PremappedPages, PrpLists,
-    Prps, QueueLimits, TagRange,
-};
+use bio::{Bio, BioBuilder, Op, QueueLimits};
 use bvec::{Bvec, Page, Pfn, PAGE_SIZE};
 use iov::{IovIter, Source};
+use nvme::{build_prps, build_prps_from_tag, DmaSegment, PremappedPages, PrpLists, Prps, TagRange};
 
 use crate::tiled::TiledMem;
 
@@ -157,7 +155,8 @@ pub fn prps_from_tag(tag: &PremappedPages<'_>, len: u32, lists: &mut PrpLists<'_
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bio::{LimitsConfig, PrpListPage};
+    use bio::LimitsConfig;
+    use nvme::PrpListPage;
 
     #[test]
     fn borrow_shares_and_copy_fills_storage() {

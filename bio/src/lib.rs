@@ -1,5 +1,5 @@
-//! Block I/O requests as the NVMe driver sees them: bios, queue limits, splitting, and NVMe
-//! data pointers (PRP lists and SGLs).
+//! Block I/O requests as the NVMe driver sees them: bios, queue limits and splitting. (The NVMe
+//! data pointers, PRP lists and SGLs, live in the `nvme` crate.)
 //!
 //! C header: [`include/linux/bio.h`](srctree/include/linux/bio.h)
 //!
@@ -13,26 +13,18 @@ extern crate std;
 
 mod bio;
 mod builder;
-mod dma_tag;
-mod dptr;
 mod error;
 mod from_iov;
 mod limits;
 mod merge;
 mod nvme_limits;
 mod op;
-mod prp;
-mod sgl;
 mod split;
 #[cfg(test)]
 mod tests;
 
 pub use bio::Bio;
 pub use builder::{BioBuilder, BvecArray, BIO_MAX_VECS};
-pub use dma_tag::{
-    build_prps_from_tag, build_sgl_from_tag, tag_segments, DmaPageTable, PremappedPages, TagRange,
-};
-pub use dptr::{DmaSegment, DptrError, NVME_CTRL_PAGE_SHIFT, NVME_CTRL_PAGE_SIZE};
 pub use error::{BioError, LimitsError};
 pub use from_iov::vecs_to_alloc;
 pub use limits::{
@@ -42,12 +34,4 @@ pub use limits::{
 pub use merge::{gap_to_prev, phys_mergeable, try_merge_hw_page, try_merge_page, Merged};
 pub use nvme_limits::{nvme_max_hw_sectors, NVME_MAX_HW_SECTORS, NVME_MAX_SEGS};
 pub use op::Op;
-pub use prp::{
-    build_prps, plan_prps, PrpListPage, PrpLists, PrpPlan, PrpPool, Prps, PRPS_PER_PAGE,
-    PRP_SMALL_POOL_ENTRIES,
-};
-pub use sgl::{
-    build_sgl, Sgl, SglDescriptor, SglKind, SglPolicy, SglPool, SGES_PER_PAGE,
-    SGL_SMALL_POOL_ENTRIES, SGL_THRESHOLD_DEFAULT,
-};
 pub use split::{count_phys_segments, max_segment_bytes, split_rw_at, SplitPoint};

@@ -116,7 +116,9 @@ pub use init::{AdminQueue, Disable, Enable, InitError, Phase, Poll, POLL_INTERVA
 pub use io::{
     io_opcode, DsmRange, DSM_AD, DSM_MAX_RANGES, MAX_BLOCKS_PER_COMMAND, RW_FUA, WZ_DEAC,
 };
-pub use limits::{nvme_max_hw_sectors, queue_limits, NVME_MAX_HW_SECTORS, NVME_MAX_SEGS};
+pub use limits::{
+    namespace_limits, nvme_max_hw_sectors, queue_limits, NVME_MAX_HW_SECTORS, NVME_MAX_SEGS,
+};
 pub use prp::{
     build_prps, plan_prps, PrpListPage, PrpLists, PrpPlan, PrpPool, Prps, PRPS_PER_PAGE,
     PRP_SMALL_POOL_ENTRIES,

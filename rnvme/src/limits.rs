@@ -1,14 +1,17 @@
-//! The queue limits of the Linux NVMe PCI driver (`nvme_set_ctrl_limits`, `nvme_pci_alloc_dev`).
+//! The queue limits of the Linux NVMe PCI driver (`nvme_set_ctrl_limits`, `nvme_pci_alloc_dev`)
+//! for the namespaces of one controller.
 //!
 //! C header: [`drivers/nvme/host/nvme.h`](srctree/drivers/nvme/host/nvme.h)
+//!
+//! The computation itself is `bio::QueueLimits::nvme`, which stays in the `bio` crate because
+//! the bio examples and tests use NVMe limits as their reference configuration; this module is
+//! the driver's entry point to it, with the Identify values the driver has.
 
-use bio::{LimitsConfig, LimitsError, QueueLimits, SECTOR_SHIFT};
-use bvec::PAGE_SIZE;
+use bio::{LimitsError, QueueLimits};
 
-/// The NVMe driver's transfer cap, 8 MiB in sectors (`NVME_MAX_KB_SZ << 1`).
-pub const NVME_MAX_HW_SECTORS: u32 = 8192 << 1;
-/// The NVMe driver's segment cap (`NVME_MAX_SEGS`).
-pub const NVME_MAX_SEGS: u16 = 128;
+pub use bio::{nvme_max_hw_sectors, NVME_MAX_HW_SECTORS, NVME_MAX_SEGS};
+
+use crate::{Cap, IdentifyController, IdentifyNamespace};
 
 /// The limits the Linux NVMe PCI driver sets (`nvme_set_ctrl_limits`): 4 KiB virtual boundary,
 /// unlimited segment size, 4-byte DMA alignment, up to 128 segments, and a transfer limit from
@@ -32,9 +35,8 @@ pub const NVME_MAX_SEGS: u16 = 128;
 /// assert_eq!((l.virt_boundary_mask(), l.max_segment_size(), l.dma_alignment()), (4095, u32::MAX, 3));
 /// let l = queue_limits(4096, 5, 0)?;                // MDTS 5: 128 KiB
 /// assert_eq!((l.max_hw_sectors(), l.max_sectors(), l.max_segments()), (256, 256, 33));
-/// let l = queue_limits(512, 1, 0)?;                 // 8 KiB: max_hw_sectors/8 + 1 = 3
-/// assert_eq!(l.max_segments(), 3);
 /// assert!(queue_limits(100, 0, 0).is_err());
+/// assert_eq!(nvme::nvme_max_hw_sectors(1, 1), 32);
 /// # Ok::<(), bio::LimitsError>(())
 /// ```
 pub fn queue_limits(
@@ -42,49 +44,19 @@ pub fn queue_limits(
     mdts: u8,
     mpsmin: u8,
 ) -> Result<QueueLimits, LimitsError> {
-    let max_hw = nvme_max_hw_sectors(mdts, mpsmin);
-    let segs = max_hw / 8 + 1;
-    QueueLimits::new(&LimitsConfig {
-        logical_block_size,
-        max_hw_sectors: max_hw,
-        max_segments: if segs < u32::from(NVME_MAX_SEGS) {
-            segs as u16
-        } else {
-            NVME_MAX_SEGS
-        },
-        max_segment_size: u32::MAX,
-        virt_boundary_mask: PAGE_SIZE as u32 - 1,
-        dma_alignment: 3,
-        max_discard_sectors: u32::MAX,
-        max_write_zeroes_sectors: max_hw,
-        ..LimitsConfig::default()
-    })
+    QueueLimits::nvme(logical_block_size, mdts, mpsmin)
 }
 
-/// The NVMe transfer limit in sectors (`nvme_init_ctrl_finish` + `nvme_pci_alloc_dev`):
-/// `min_not_zero(8 MiB, 2^(mdts + mpsmin + 12) bytes)`, saturating for large exponents.
+/// [`queue_limits`] for a namespace, from the parsed Identify data and CAP.
 ///
-/// # Examples
+/// # Errors
 ///
-/// ```
-/// use nvme::nvme_max_hw_sectors;
-/// assert_eq!(nvme_max_hw_sectors(0, 0), 16384);
-/// assert_eq!(nvme_max_hw_sectors(5, 0), 256);
-/// assert_eq!(nvme_max_hw_sectors(1, 1), 32);
-/// assert_eq!(nvme_max_hw_sectors(0xff, 0xf), 16384);
-/// ```
-pub const fn nvme_max_hw_sectors(mdts: u8, mpsmin: u8) -> u32 {
-    if mdts == 0 {
-        return NVME_MAX_HW_SECTORS;
-    }
-    let shift = mdts as u32 + mpsmin as u32 + 12 - SECTOR_SHIFT;
-    if shift >= 31 {
-        return NVME_MAX_HW_SECTORS;
-    }
-    let v = 1u32 << shift;
-    if v < NVME_MAX_HW_SECTORS {
-        v
-    } else {
-        NVME_MAX_HW_SECTORS
-    }
+/// As [`queue_limits`] (a parsed namespace always has a block size of 512..=4096 bytes, so
+/// only a kernel with pages smaller than the block size fails).
+pub fn namespace_limits(
+    ctrl: &IdentifyController,
+    ns: &IdentifyNamespace,
+    cap: Cap,
+) -> Result<QueueLimits, LimitsError> {
+    queue_limits(ns.block_size(), ctrl.mdts(), cap.mpsmin())
 }

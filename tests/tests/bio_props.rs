@@ -3,15 +3,16 @@
 
 use std::collections::HashMap;
 
-use bio::{
-    build_prps, build_prps_from_tag, build_sgl, count_phys_segments, Bio, BioBuilder, BioError,
-    DmaSegment, LimitsConfig, Op, PremappedPages, PrpLists, QueueLimits, SglDescriptor, TagRange,
-};
+use bio::{count_phys_segments, Bio, BioBuilder, BioError, LimitsConfig, Op, QueueLimits};
 use bvec::{Bvec, BvecIter, Pfn, PAGE_SIZE};
 use iovstack_tests::bio_model::limits_model;
 use iovstack_tests::bio_model::{self, ModelLimits};
 use iovstack_tests::dptr_walk::{
     coalesce, prp_entries, prp_list_pages_needed, prp_rules_ok, walk_prps, walk_sgl, BusMemory,
+};
+use nvme::{
+    build_prps, build_prps_from_tag, build_sgl, DmaSegment, PremappedPages, PrpLists,
+    SglDescriptor, TagRange,
 };
 use proptest::prelude::*;
 
@@ -326,7 +327,7 @@ fn prp_segments() -> impl Strategy<Value = Vec<DmaSegment>> {
 }
 
 /// Builds PRPs into eight list pages and walks them back.
-fn build_and_walk(segs: &[DmaSegment]) -> Result<(bio::Prps, Vec<(u64, u64)>), String> {
+fn build_and_walk(segs: &[DmaSegment]) -> Result<(nvme::Prps, Vec<(u64, u64)>), String> {
     let mut pages = vec![[0u64; 512]; LIST_DMA.len()];
     let p = {
         let mut lists = PrpLists::new(&mut pages, &LIST_DMA).unwrap();

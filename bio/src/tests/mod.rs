@@ -2,10 +2,7 @@
 
 mod bio;
 mod builder;
-mod dma_tag;
 mod limits;
-mod prp;
-mod sgl;
 mod split;
 
 use std::vec::Vec;

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use bio::{
+use nvme::{
     build_prps, build_prps_from_tag, build_sgl, DmaSegment, DptrError, PremappedPages, PrpLists,
     SglDescriptor, TagRange,
 };
@@ -114,7 +114,7 @@ pub fn run(data: &[u8]) {
 /// Checks a PRP build result against the rules, the page count and the walker.
 fn check_prps(
     raw: &[(u64, u32)],
-    r: Result<bio::Prps, DptrError>,
+    r: Result<nvme::Prps, DptrError>,
     pages: &[[u64; 512]],
     dma: &[u64],
 ) {
