@@ -6,6 +6,7 @@
 #include <linux/bio.h>
 #include <linux/blkdev.h>
 #include <linux/bvec.h>
+#include <linux/folio_queue.h>
 #include <linux/highmem.h>
 #include <linux/instrumented.h>
 #include <linux/mm.h>
@@ -116,6 +117,31 @@ int rnvme_glue_bio_split_rw_at(const struct bio_vec *table, unsigned short nr, u
 	bio_uninit(bio);
 	kfree(bio);
 	return 0;
+}
+
+struct folio_queue *rnvme_glue_folioq_new(struct page *const *heads, const u8 *orders,
+					  unsigned int nr)
+{
+	struct folio_queue *folioq;
+	unsigned int k;
+
+	if (nr > PAGEVEC_SIZE)
+		return NULL;
+	folioq = kzalloc(sizeof(*folioq), GFP_KERNEL);
+	if (!folioq)
+		return NULL;
+	folioq_init(folioq, 0);
+	for (k = 0; k < nr; k++) {
+		folioq->vec.folios[k] = page_folio(heads[k]);
+		folioq->orders[k] = orders[k];
+	}
+	folioq->vec.nr = nr;
+	return folioq;
+}
+
+void rnvme_glue_folioq_free(struct folio_queue *folioq)
+{
+	kfree(folioq);
 }
 
 /* ---- bio_split_to_limits() on a real queue ------------------------------------------------- */

@@ -14,6 +14,7 @@
 struct bio_vec;
 struct gendisk;
 struct bvec_iter;
+struct folio_queue;
 struct iov_iter;
 struct iov_iter_state;
 struct mm_struct;
@@ -60,6 +61,18 @@ int rnvme_glue_bio_split_rw_at(const struct bio_vec *table, unsigned short nr, u
 			       unsigned int max_bytes, int *sectors, unsigned int *segs);
 /* current->mm (NULL in kernel threads). */
 const struct mm_struct *rnvme_glue_current_mm(void);
+
+/*
+ * A folio_queue segment (kzalloc(), folioq_init()) holding `nr` folios: slot k is page_folio() of
+ * heads[k], recorded with order orders[k], as folioq_append() records a folio and its
+ * __folio_order(). The pages need not be compound: the ITER_FOLIOQ walkers only do arithmetic on
+ * folio_page() and read the orders from the queue. NULL if nr > PAGEVEC_SIZE or the allocation
+ * fails. Free with rnvme_glue_folioq_free().
+ */
+struct folio_queue *rnvme_glue_folioq_new(struct page *const *heads, const u8 *orders,
+					  unsigned int nr);
+/* kfree() of a queue from rnvme_glue_folioq_new() (NULL is ignored). */
+void rnvme_glue_folioq_free(struct folio_queue *folioq);
 
 /*
  * A gendisk (blk_alloc_disk(), never added, capacity 2^52 sectors) whose request queue carries

@@ -8,12 +8,27 @@
 //! every operation the return value, a digest of any bytes copied out, and the iterator state
 //! (`count`, `nr_segs`, `iov_offset`) are recorded; at the end the whole arena is snapshotted.
 //! Any difference is a mismatch.
+//!
+//! Kinds: BVEC, KVEC, UBUF, IOVEC, and page lists against `ITER_FOLIOQ` (`iov_iter_folio_queue`
+//! over one `struct folio_queue`; there `nr_segs` is compared as the current slot, which shares
+//! its union in `struct iov_iter`). `ITER_XARRAY` is not compared: the crate has no xarray kind,
+//! and the kernel's xarray walk needs page-cache folios indexed in a real `struct xarray`.
+//! Operations: copies (including `copy_page_{to,from}_iter`), zeroing, advance, revert, the
+//! queries (`npages`, `alignment`, `gap_alignment`, `is_aligned`, `single_seg_count`),
+//! `iov_iter_extract_pages` on every kind (UBUF/IOVEC pages pinned with `pin_user_pages_fast` on
+//! both sides, compared by page and offset, unpinned after each operation), and save/restore
+//! (`iov_iter_save_state`, then `iov_iter_restore` after further operations, partial and faulting
+//! copies included; `iov_iter_restore` is not exported to modules, so the kernel side restores a
+//! copy of its `struct iov_iter`, see `CIovIter::save`).
 
 use bvec::{Bvec, Page, PAGE_SIZE};
-use iov::{AnyDir, Dest, FixedDirection, IovError, IovIter, Iovec, Kvec, Source};
+use iov::{AnyDir, Dest, FixedDirection, Folio, IovError, IovIter, IovState, Iovec, Kvec, Source};
 use kernel::prelude::*;
 use kernel_glue::KPage;
-use kernel_glue_testing::c_iov::{CDirection, CIovIter};
+use kernel_glue_testing::{
+    c_iov::{CDirection, CIovIter},
+    UserPins,
+};
 
 use crate::arena::Arena;
 use crate::geometry::{Case, KindSel, Op, Table};
@@ -74,7 +89,7 @@ pub(crate) struct Summary {
     /// Cases with at least one difference.
     pub(crate) mismatches: usize,
     /// Cases run per kind, in [`KindSel::ALL`] order.
-    pub(crate) per_kind: [usize; 4],
+    pub(crate) per_kind: [usize; 5],
     /// `bvec_iter` cases (see [`crate::bvec_diff`]), counted in `cases` too.
     pub(crate) bvec_iter: usize,
     /// Operations compared.
@@ -87,6 +102,12 @@ pub(crate) struct Summary {
     pub(crate) reverts: usize,
     /// Extractions that returned pages.
     pub(crate) extracts: usize,
+    /// Of those, extractions from user memory (pages pinned on both sides).
+    pub(crate) pinned: usize,
+    /// `iov_iter_gap_alignment` calls compared.
+    pub(crate) gaps: usize,
+    /// Restores to a saved state.
+    pub(crate) restores: usize,
 }
 
 /// The amount a `Revert(r)` unrolls for an iterator that consumed `consumed` bytes.
@@ -118,6 +139,7 @@ fn run_c(arena: &mut Arena, case: &Case, log: &mut KVec<Obs>) -> Result {
         Table::Kvec(v) => CIovIter::kvec(dir, v, mem, case.count),
         Table::Iovec(v) => CIovIter::iovec(dir, v, mem, case.count),
         Table::Ubuf { addr } => Ok(CIovIter::ubuf(dir, *addr, mem, case.count)),
+        Table::Folios { folios, offset } => CIovIter::folioq(dir, folios, *offset, mem, case.count),
     }
     .map_err(|e| {
         pr_err!("cannot build the kernel iterator: {}\n", e);
@@ -160,11 +182,19 @@ fn run_c(arena: &mut Arena, case: &Case, log: &mut KVec<Obs>) -> Result {
             Op::Extract { maxsize, maxpages } => {
                 let mut pages = [page_src; MAX_EXTRACT];
                 let slots = pages.get_mut(..maxpages).ok_or(EINVAL)?;
-                match it.extract_pages(slots, maxsize) {
+                // Pins the kernel takes on user pages are released when `pins` is dropped.
+                let mut pins = UserPins::new();
+                match it.extract_pages(slots, maxsize, &mut pins) {
                     None => (NOT_RUN, 0),
                     Some(r) => extract_obs(r, slots),
                 }
             }
+            Op::GapAlignment => (it.gap_alignment().map_or(NOT_RUN, |v| v as u64), 0),
+            Op::Save => {
+                it.save();
+                (0, 0)
+            }
+            Op::Restore => (u64::from(it.restore()), 0),
         };
         let st = it.state();
         log.push(
@@ -188,6 +218,9 @@ fn build<'a, D: FixedDirection>(case: &'a Case) -> Result<IovIter<'a, KPage, Any
         Table::Kvec(v) => IovIter::<KPage, D>::kvec(as_kvecs(v), case.count)?,
         Table::Iovec(v) => IovIter::<KPage, D>::iovec(as_iovecs(v), case.count)?,
         Table::Ubuf { addr } => IovIter::<KPage, D>::ubuf(*addr, case.count),
+        Table::Folios { folios, offset } => {
+            IovIter::<KPage, D>::page_list(as_folios(folios), *offset, case.count)?
+        }
     };
     Ok(it.into_any())
 }
@@ -204,9 +237,23 @@ fn as_iovecs(v: &KVec<Iovec>) -> &[Iovec] {
     v
 }
 
+fn as_folios(v: &KVec<Folio<KPage>>) -> &[Folio<KPage>] {
+    v
+}
+
 /// Whether the kernel's alignment queries would read past the table (the C wrapper refuses).
 fn exhausted_vector(case: &Case, it: &IovIter<'_, KPage, AnyDir>) -> bool {
-    !matches!(case.table, Table::Ubuf { .. }) && it.count() == 0 && it.nr_segs() == 0
+    !matches!(case.table, Table::Ubuf { .. } | Table::Folios { .. })
+        && it.count() == 0
+        && it.nr_segs() == 0
+}
+
+/// `nr_segs` as the kernel's `struct iov_iter` shows it: the current slot for a folio queue.
+fn kernel_nr_segs(case: &Case, it: &IovIter<'_, KPage, AnyDir>) -> usize {
+    match case.table {
+        Table::Folios { .. } => it.segment_index(),
+        _ => it.nr_segs(),
+    }
 }
 
 /// Runs `case` through [`iov::IovIter`], appending one observation per operation.
@@ -228,6 +275,7 @@ fn run_rust(arena: &mut Arena, case: &Case, log: &mut KVec<Obs>) -> Result {
         pr_err!("cannot build our iterator: {}\n", e);
         EINVAL
     })?;
+    let mut saved: Option<IovState<'_>> = None;
     for op in case.ops.iter() {
         let (ret, dig) = match *op {
             Op::Copy(n) => {
@@ -275,24 +323,38 @@ fn run_rust(arena: &mut Arena, case: &Case, log: &mut KVec<Obs>) -> Result {
                 (r as u64, 0)
             }
             Op::Extract { maxsize, maxpages } => {
-                if case.kind.needs_user() {
-                    (NOT_RUN, 0)
+                let mut pages = [page_src; MAX_EXTRACT];
+                let slots = pages.get_mut(..maxpages).ok_or(EINVAL)?;
+                let r = it
+                    .extract_pages(mem, slots, maxsize)
+                    .map_err(|e| e.to_errno());
+                let obs = extract_obs(r, slots);
+                // User pages were pinned through `mem` (pin_user_pages_fast): release them.
+                mem.release_pins();
+                obs
+            }
+            Op::GapAlignment => {
+                if matches!(case.table, Table::Ubuf { .. } | Table::Iovec(_)) {
+                    (it.gap_alignment() as u64, 0)
                 } else {
-                    let mut pages = [page_src; MAX_EXTRACT];
-                    let slots = pages.get_mut(..maxpages).ok_or(EINVAL)?;
-                    let r = it
-                        .extract_pages(mem, slots, maxsize)
-                        .map_err(|e| e.to_errno());
-                    extract_obs(r, slots)
+                    (NOT_RUN, 0)
                 }
             }
+            Op::Save => {
+                saved = Some(it.save_state());
+                (0, 0)
+            }
+            Op::Restore => match &saved {
+                Some(st) => (u64::from(it.restore(st).is_ok()), 0),
+                None => (0, 0),
+            },
         };
         log.push(
             Obs {
                 ret,
                 digest: dig,
                 count: it.count(),
-                nr_segs: it.nr_segs(),
+                nr_segs: kernel_nr_segs(case, &it),
                 iov_offset: it.iov_offset(),
             },
             GFP_KERNEL,
@@ -388,8 +450,13 @@ pub(crate) fn run(seed: u64, total: usize, inject: bool) -> Result<Summary> {
                     }
                 }
                 Op::Extract { .. } if obs.ret != NOT_RUN && (obs.ret as i64) > 0 => {
-                    sum.extracts += 1
+                    sum.extracts += 1;
+                    if kind.needs_user() {
+                        sum.pinned += 1;
+                    }
                 }
+                Op::GapAlignment if obs.ret != NOT_RUN => sum.gaps += 1,
+                Op::Restore if obs.ret == 1 => sum.restores += 1,
                 Op::Revert(_) if obs.ret > 0 => sum.reverts += 1,
                 _ => {}
             }

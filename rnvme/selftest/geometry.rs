@@ -5,7 +5,7 @@
 use core::fmt;
 
 use bvec::{Bvec, Page, PAGE_SIZE};
-use iov::{Iovec, Kvec};
+use iov::{Folio, Iovec, Kvec};
 use kernel::prelude::*;
 use kernel_glue::KPage;
 
@@ -15,7 +15,7 @@ use crate::rng::Rng;
 /// Most segments in one table.
 const MAX_SEGS: usize = 8;
 /// Most operations in one case.
-const MAX_OPS: usize = 10;
+const MAX_OPS: usize = 12;
 
 /// The iterator kinds under test, in the order cases cycle through them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,11 +24,18 @@ pub(crate) enum KindSel {
     Kvec,
     Ubuf,
     Iovec,
+    /// `iov::IovIter::page_list` against the kernel's `ITER_FOLIOQ`.
+    PageList,
 }
 
 impl KindSel {
-    pub(crate) const ALL: [KindSel; 4] =
-        [KindSel::Bvec, KindSel::Kvec, KindSel::Ubuf, KindSel::Iovec];
+    pub(crate) const ALL: [KindSel; 5] = [
+        KindSel::Bvec,
+        KindSel::Kvec,
+        KindSel::Ubuf,
+        KindSel::Iovec,
+        KindSel::PageList,
+    ];
 
     pub(crate) fn needs_user(self) -> bool {
         matches!(self, KindSel::Ubuf | KindSel::Iovec)
@@ -40,7 +47,15 @@ pub(crate) enum Table {
     Bvec(KVec<Bvec<KPage>>),
     Kvec(KVec<Kvec>),
     Iovec(KVec<Iovec>),
-    Ubuf { addr: usize },
+    Ubuf {
+        addr: usize,
+    },
+    /// A folio list (one `struct folio_queue` on the kernel side) entered `offset` bytes into
+    /// the first folio.
+    Folios {
+        folios: KVec<Folio<KPage>>,
+        offset: usize,
+    },
 }
 
 /// One operation, applied to both iterators.
@@ -65,9 +80,16 @@ pub(crate) enum Op {
     /// `copy_page_to_iter` (DEST) or `copy_page_from_iter` (SOURCE) of `bytes` at `offset` of
     /// the arena's spare page.
     CopyPage { offset: usize, bytes: usize },
-    /// `iov_iter_extract_pages(maxsize, maxpages)` (BVEC and KVEC only: user pages would be
-    /// pinned).
+    /// `iov_iter_extract_pages(maxsize, maxpages)`; UBUF/IOVEC pages are pinned on both sides
+    /// and unpinned after the observation.
     Extract { maxsize: usize, maxpages: usize },
+    /// `iov_iter_gap_alignment` (UBUF and IOVEC only: the kernel WARNs on the other kinds).
+    GapAlignment,
+    /// `iov_iter_save_state`, kept for the next `Restore`.
+    Save,
+    /// `iov_iter_restore` to the last `Save` (not run without one, or on a page list, where the
+    /// kernel WARNs).
+    Restore,
 }
 
 /// A complete case: table, direction, count and operations.
@@ -90,6 +112,44 @@ fn seg_len(rng: &mut Rng, max: usize) -> usize {
         2 => max.min(PAGE_SIZE * rng.range(1, 3)),
         _ => rng.range(1, max),
     }
+}
+
+/// Most folio table entries (fits one kernel `struct folio_queue`).
+const MAX_FOLIOS: usize = {
+    let m = kernel_glue_testing::c_iov::MAX_FOLIOS;
+    if m < MAX_SEGS {
+        m
+    } else {
+        MAX_SEGS
+    }
+};
+
+/// A folio table over the arena's page allocations: each folio is an aligned power-of-two run of
+/// pages inside one allocation (the whole allocation, or a part of it); the start offset lies
+/// anywhere in the first folio, its end included.
+fn gen_folios(rng: &mut Rng, arena: &Arena) -> Result<(KVec<Folio<KPage>>, usize)> {
+    let all = arena.mem.pool().allocations();
+    let allocs = all.get(..arena.table_allocs).unwrap_or(all);
+    let n = rng.range(1, MAX_FOLIOS);
+    let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+    for _ in 0..n {
+        let Some(a) = allocs.get(rng.below(allocs.len())) else {
+            break;
+        };
+        let order = rng.below(a.order() as usize + 1);
+        let first = rng.below(a.nr_pages() >> order) << order;
+        v.push(
+            Folio::new(a.page().nth(first), order as u8).map_err(|_| EINVAL)?,
+            GFP_KERNEL,
+        )?;
+    }
+    let size = v.first().map_or(0, |f| f.size());
+    let offset = match rng.below(4) {
+        0 => 0,
+        1 => size,
+        _ => rng.range(0, size),
+    };
+    Ok((v, offset))
 }
 
 pub(crate) fn gen_bvec(rng: &mut Rng, arena: &Arena) -> Result<KVec<Bvec<KPage>>> {
@@ -162,7 +222,7 @@ fn gen_addr_segs(
     Ok(v)
 }
 
-fn gen_ops(rng: &mut Rng, count: usize, user: bool) -> Result<KVec<Op>> {
+fn gen_ops(rng: &mut Rng, count: usize) -> Result<KVec<Op>> {
     let n = rng.range(1, MAX_OPS);
     let mut ops = KVec::with_capacity(n, GFP_KERNEL)?;
     let bytes = |rng: &mut Rng| -> usize {
@@ -175,7 +235,7 @@ fn gen_ops(rng: &mut Rng, count: usize, user: bool) -> Result<KVec<Op>> {
     };
     const MASKS: [u32; 5] = [0, 1, 3, 511, 4095];
     for _ in 0..n {
-        let op = match rng.below(100) {
+        let op = match rng.below(120) {
             0..=29 => Op::Copy(bytes(rng)),
             30..=33 => Op::Zero(bytes(rng)),
             34..=45 => Op::Advance(bytes(rng)),
@@ -191,11 +251,13 @@ fn gen_ops(rng: &mut Rng, count: usize, user: bool) -> Result<KVec<Op>> {
                     bytes: rng.range(0, PAGE_SIZE - offset),
                 }
             }
-            _ if user => Op::SingleSeg,
-            _ => Op::Extract {
+            91..=99 => Op::Extract {
                 maxsize: bytes(rng),
                 maxpages: rng.range(1, 6),
             },
+            100..=105 => Op::GapAlignment,
+            106..=112 => Op::Save,
+            _ => Op::Restore,
         };
         ops.push(op, GFP_KERNEL)?;
     }
@@ -252,6 +314,11 @@ impl Case {
                 let total = v.iter().map(|k| k.len).sum();
                 (Table::Iovec(v), total)
             }
+            KindSel::PageList => {
+                let (folios, offset) = gen_folios(rng, arena)?;
+                let total: usize = folios.iter().map(|f| f.size()).sum();
+                (Table::Folios { folios, offset }, total - offset)
+            }
             KindSel::Ubuf if rng.chance(5) => {
                 let (addr, len) = faulting_user_seg(rng);
                 (Table::Ubuf { addr }, len)
@@ -268,7 +335,7 @@ impl Case {
             table,
             source,
             count,
-            ops: gen_ops(rng, count, kind.needs_user())?,
+            ops: gen_ops(rng, count)?,
         })
     }
 }
@@ -300,6 +367,17 @@ impl fmt::Display for Case {
                 }
             }
             Table::Ubuf { addr } => write!(f, " ubuf={addr:#x}")?,
+            Table::Folios { folios, offset } => {
+                write!(f, " offset={offset}")?;
+                for (i, x) in folios.iter().enumerate() {
+                    write!(
+                        f,
+                        " [{i}: folio={:#x} order={}]",
+                        x.head().phys(),
+                        x.order()
+                    )?;
+                }
+            }
         }
         write!(f, " ops=")?;
         for op in self.ops.iter() {

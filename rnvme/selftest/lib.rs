@@ -8,9 +8,11 @@
 //!    `copy_to_iter`/`copy_from_iter` over bvecs and kvecs, and bio building and splitting, on
 //!    pages from `alloc_pages` (order 0 to 3) and kmalloc'd buffers;
 //! 2. **differential**: random cases (BVEC with multipage and page-straddling segments, KVEC with
-//!    zero-length segments, UBUF and IOVEC over a `vm_mmap` user buffer), each run through the
-//!    kernel's own `struct iov_iter` functions and through `iov::IovIter`, comparing every return
-//!    value, every iterator state and the resulting memory; plus `bvec_iter` cases comparing
+//!    zero-length segments, UBUF and IOVEC over a `vm_mmap` user buffer, page lists against
+//!    `ITER_FOLIOQ`), each run through the kernel's own `struct iov_iter` functions and through
+//!    `iov::IovIter`, comparing every return value, every iterator state and the resulting memory
+//!    (copies, advance/revert, the alignment and page-count queries, save/restore, and page
+//!    extraction with real pins on user pages; see [`diff`]); plus `bvec_iter` cases comparing
 //!    `bvec::BvecIter` with the kernel's `bio_advance_iter` and segment views;
 //! 3. **bio-differential**: random segment tables and queue limits, split by `bio::split_rw_at`
 //!    and by the kernel's `bio_split_rw_at` on a real `struct bio` (see [`bio_diff`] for what
@@ -48,6 +50,9 @@ module! {
     license: "GPL",
 }
 
+/// Default `iov_iter` differential cases; with the quarter as many `bvec_iter` cases the summary
+/// line reports 10,000 (the value in `params.c` must be the same).
+const DEFAULT_CASES: u32 = 8000;
 /// Fewest differential cases for a meaningful run (the summary must say "thousands").
 const MIN_CASES: usize = 1000;
 /// Most bio split differential cases (`cases` is clamped to `MIN_CASES..=MAX_BIO_CASES`).
@@ -59,26 +64,30 @@ impl kernel::Module for IovstackSelftest {
     fn init(module: &'static ThisModule) -> Result<Self> {
         let inject = param_bool(module, c_str!("inject_fault")).unwrap_or(false);
         let seed = param_uint(module, c_str!("seed")).unwrap_or(0x10f5eed);
-        let cases = param_uint(module, c_str!("cases")).unwrap_or(4000) as usize;
+        let cases = param_uint(module, c_str!("cases")).unwrap_or(DEFAULT_CASES) as usize;
         pr_info!("seed={:#x} cases={} inject_fault={}\n", seed, cases, inject);
 
         let smoke = smoke::run()?;
         pr_info!("smoke: {} checks, {} failures\n", smoke.run, smoke.failed);
 
         let diff = diff::run(u64::from(seed), cases, inject)?;
-        let [b, k, u, i] = diff.per_kind;
+        let [b, k, u, i, f] = diff.per_kind;
         pr_info!(
-            "differential kinds: iov_iter bvec {} kvec {} ubuf {} iovec {}, bvec_iter {}; {} iov_iter operations, {} bytes moved, {} short copies, {} reverts, {} extractions\n",
+            "differential kinds: iov_iter bvec {} kvec {} ubuf {} iovec {} folioq {}, bvec_iter {}; {} iov_iter operations, {} bytes moved, {} short copies, {} reverts, {} extractions ({} pinned from user memory), {} gap alignments, {} restores\n",
             b,
             k,
             u,
             i,
+            f,
             diff.bvec_iter,
             diff.ops,
             diff.bytes,
             diff.short_copies,
             diff.reverts,
-            diff.extracts
+            diff.extracts,
+            diff.pinned,
+            diff.gaps,
+            diff.restores
         );
         pr_info!(
             "differential: {} cases, {} mismatches\n",
@@ -108,6 +117,7 @@ impl kernel::Module for IovstackSelftest {
             && diff.mismatches == 0
             && diff.cases >= cases.min(MIN_CASES)
             && diff.per_kind.iter().all(|&n| n > 0)
+            && (cases < MIN_CASES || (diff.pinned > 0 && diff.gaps > 0 && diff.restores > 0))
             && split.mismatches == 0
             && split.cases >= MIN_CASES
             && split.whole > 0

@@ -16,6 +16,6 @@ static unsigned int seed = 0x10f5eed;
 module_param(seed, uint, 0444);
 MODULE_PARM_DESC(seed, "Seed of the random differential-test geometries");
 
-static unsigned int cases = 4000;
+static unsigned int cases = 8000;
 module_param(cases, uint, 0444);
 MODULE_PARM_DESC(cases, "Number of random differential cases (spread over the iterator kinds)");

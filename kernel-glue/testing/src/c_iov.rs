@@ -20,7 +20,10 @@ use kernel_glue::{bio_vec_ptr, KPage};
 
 use crate::{helpers, CheckedMemory};
 
+mod folioq;
 mod pages;
+
+pub use folioq::MAX_FOLIOS;
 
 /// `MAX_RW_COUNT` (`INT_MAX & PAGE_MASK`): `iov_iter_revert` WARNs above it.
 const MAX_RW_COUNT: usize = (i32::MAX as usize) & !(bindings::PAGE_SIZE - 1);
@@ -58,6 +61,18 @@ pub enum CIterError {
         /// Index of the segment.
         idx: usize,
     },
+    /// A folio table longer than one `struct folio_queue` segment ([`MAX_FOLIOS`]).
+    TooManyFolios {
+        /// Folios in the table.
+        nr: usize,
+    },
+    /// A folio-queue start offset beyond the first folio (or above `u32::MAX`).
+    BadOffset {
+        /// Requested offset.
+        offset: usize,
+    },
+    /// The `struct folio_queue` could not be allocated.
+    NoMemory,
 }
 
 impl core::fmt::Display for CIterError {
@@ -67,6 +82,13 @@ impl core::fmt::Display for CIterError {
                 write!(f, "count {count} exceeds the {total} bytes of the segments")
             }
             Self::OutsideMemory { idx } => write!(f, "segment {idx} lies outside the memory"),
+            Self::TooManyFolios { nr } => {
+                write!(f, "{nr} folios do not fit one folio_queue ({MAX_FOLIOS})")
+            }
+            Self::BadOffset { offset } => {
+                write!(f, "start offset {offset} lies beyond the first folio")
+            }
+            Self::NoMemory => write!(f, "cannot allocate the folio_queue"),
         }
     }
 }
@@ -97,12 +119,14 @@ const _: () = {
 ///
 /// # Invariants
 ///
-/// - `iter` was initialised by `iov_iter_bvec`, `iov_iter_kvec`, `iov_iter_init` or
-///   `iov_iter_ubuf` over the segment table `segs` (borrowed for `'a`), whose segments lie in
-///   `mem` (borrowed exclusively for `'a`; pages and kernel buffers) or in user space, and with a
-///   `count` no larger than the segments' total.
+/// - `iter` was initialised by `iov_iter_bvec`, `iov_iter_kvec`, `iov_iter_init`,
+///   `iov_iter_ubuf` or `iov_iter_folio_queue` over the segment table `segs` (borrowed for `'a`;
+///   for a folio queue, the queue `queue` built from it and owned by this value), whose segments
+///   lie in `mem` (borrowed exclusively for `'a`; pages and kernel buffers) or in user space, and
+///   with a `count` no larger than the segments' total.
 /// - `iter` is only changed by the kernel's iterator functions, with arguments that keep the
-///   above true (`revert` never goes before the start).
+///   above true (`revert` never goes before the start), or set back to `saved`.
+/// - `saved`, if any, is a copy of `iter` taken earlier, so it satisfies the above too.
 /// - `start_count` is the count at construction, so `start_count - count` bytes can be reverted.
 pub struct CIovIter<'a> {
     iter: bindings::iov_iter,
@@ -110,6 +134,8 @@ pub struct CIovIter<'a> {
     segs: Segs<'a>,
     start_count: usize,
     mem: &'a mut CheckedMemory,
+    queue: Option<folioq::FolioQueue>,
+    saved: Option<bindings::iov_iter>,
 }
 
 /// The segment table an iterator was built over.
@@ -119,6 +145,7 @@ enum Segs<'a> {
     Kvec(&'a [iov::Kvec]),
     Iovec,
     Ubuf,
+    Folioq(&'a [iov::Folio<KPage>]),
 }
 
 impl core::fmt::Debug for CIovIter<'_> {
@@ -265,6 +292,8 @@ impl<'a> CIovIter<'a> {
             segs,
             start_count: count,
             mem,
+            queue: None,
+            saved: None,
         }
     }
 
@@ -355,10 +384,11 @@ impl<'a> CIovIter<'a> {
         unsafe { bindings::iov_iter_single_seg_count(&self.iter) }
     }
 
-    /// Whether the current segment pointer of a vector iterator is past the end of its table.
+    /// Whether the current segment pointer of a vector iterator is past the end of its table
+    /// (a folio queue's alignment reads no table).
     fn exhausted_vector(&self) -> bool {
         let st = self.state();
-        !matches!(self.segs, Segs::Ubuf) && st.count == 0 && st.nr_segs == 0
+        !matches!(self.segs, Segs::Ubuf | Segs::Folioq(_)) && st.count == 0 && st.nr_segs == 0
     }
 
     /// `iov_iter_alignment(iter)`; `None` for an exhausted vector iterator, where the kernel's
@@ -379,5 +409,43 @@ impl<'a> CIovIter<'a> {
         }
         // SAFETY: as for `alignment`.
         Some(unsafe { bindings::iov_iter_is_aligned(&self.iter, addr_mask, len_mask) })
+    }
+
+    /// `iov_iter_gap_alignment(iter)`; `None` except on IOVEC and UBUF iterators (the kernel
+    /// WARNs on the other kinds).
+    pub fn gap_alignment(&self) -> Option<usize> {
+        if !matches!(self.segs, Segs::Iovec | Segs::Ubuf) {
+            return None;
+        }
+        // SAFETY: the walk reads at most `nr_segs` entries from the current one, all inside the
+        // table (type invariant); user addresses are not dereferenced.
+        Some(unsafe { bindings::iov_iter_gap_alignment(&self.iter) } as usize)
+    }
+
+    /// Saves the iterator (`iov_iter_save_state`) for a later [`Self::restore`], replacing any
+    /// earlier save; returns the saved state.
+    ///
+    /// `iov_iter_restore` is not exported to modules, so the save keeps a copy of the whole
+    /// `struct iov_iter`: restoring it sets `iov_offset`, `count`, `nr_segs` and the segment
+    /// pointer back exactly as `iov_iter_restore` does for the kinds it supports.
+    pub fn save(&mut self) -> CIterState {
+        // SAFETY: `struct iov_iter` is plain data (integers, pointers and unions of them, no
+        // drop glue), so a bitwise copy is a valid value.
+        self.saved = Some(unsafe { core::ptr::read(&self.iter) });
+        self.state()
+    }
+
+    /// Goes back (or forth) to the last [`Self::save`]; `false` (nothing done) if there was none
+    /// or on a folio queue (`iov_iter_restore` WARNs and does nothing there).
+    pub fn restore(&mut self) -> bool {
+        match &self.saved {
+            Some(saved) if !matches!(self.segs, Segs::Folioq(_)) => {
+                // SAFETY: as in `save`: a bitwise copy of plain data.
+                // INVARIANT: `saved` is an earlier state of this iterator (type invariant).
+                self.iter = unsafe { core::ptr::read(saved) };
+                true
+            }
+            _ => false,
+        }
     }
 }

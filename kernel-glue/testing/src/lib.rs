@@ -11,6 +11,7 @@
 //! - [`PagePool`]: a set of allocations whose pages are reached with `kmap_local_page`;
 //! - [`UserMapping`]: an anonymous mapping in the current process (`vm_mmap`);
 //! - [`CheckedMemory`]: pages, kernel buffers and a user mapping, every access range-checked;
+//! - [`UserPins`]: pins on user pages (`pin_user_pages_fast`), released on drop;
 //! - [`c_iov`], [`c_bvec`], [`c_bio`]: the kernel's own `struct iov_iter`, `struct bvec_iter`
 //!   and `bio_split_rw_at`, for differential tests;
 //! - [`c_split`]: a gendisk whose queue limits the kernel validates, and `bio_split_to_limits`
@@ -21,6 +22,7 @@
 
 mod helpers;
 mod memory;
+mod pins;
 mod pool;
 mod user;
 
@@ -30,5 +32,6 @@ pub mod c_iov;
 pub mod c_split;
 
 pub use memory::CheckedMemory;
+pub use pins::UserPins;
 pub use pool::PagePool;
 pub use user::UserMapping;

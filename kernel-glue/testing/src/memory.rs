@@ -14,7 +14,7 @@ use kernel::{
 
 use kernel_glue::KPage;
 
-use crate::{helpers, PagePool, UserMapping};
+use crate::{helpers, PagePool, UserMapping, UserPins};
 
 /// Kind of region a kernel address falls in.
 #[derive(Clone, Copy)]
@@ -41,6 +41,7 @@ pub struct CheckedMemory {
     pool: PagePool,
     bufs: KVec<KVec<u8>>,
     user: Option<UserMapping>,
+    pins: UserPins,
 }
 
 impl CheckedMemory {
@@ -116,6 +117,17 @@ impl CheckedMemory {
     /// The user mapping, if any.
     pub fn user(&self) -> Option<&UserMapping> {
         self.user.as_ref()
+    }
+
+    /// The user pages pinned by `extract_pages` through this memory (see
+    /// [`UserMemory::user_pages`] below) and not yet released.
+    pub fn pins(&self) -> &UserPins {
+        &self.pins
+    }
+
+    /// Releases every pin taken through this memory (`unpin_user_pages`); also done on drop.
+    pub fn release_pins(&mut self) {
+        self.pins.release();
     }
 
     /// Kernel (direct-map) address of byte `offset` of pool page `page`, if it is one.
@@ -352,10 +364,15 @@ impl UserMemory<KPage> for CheckedMemory {
         unsafe { helpers::rnvme_glue_clear_user(addr as *mut _, len) }
     }
 
-    /// Always 0 (the first page "faults"): a [`KPage`] cannot own the reference or pin that
-    /// `get_user_pages_fast`/`pin_user_pages_fast` would take, so handing one out would leak it.
-    fn user_pages(&mut self, _addr: usize, _flags: GupFlags, _pages: &mut [KPage]) -> usize {
-        0
+    /// Pins (`flags.pin`, from `extract_pages`): `pin_user_pages_fast`, the pins kept in
+    /// [`CheckedMemory::pins`] until [`CheckedMemory::release_pins`] or drop. References
+    /// (`get_pages`): always 0 (the first page "faults"), as a [`KPage`] cannot own the reference
+    /// `get_user_pages_fast` would take and nothing here would drop it.
+    fn user_pages(&mut self, addr: usize, flags: GupFlags, pages: &mut [KPage]) -> usize {
+        if !flags.pin {
+            return 0;
+        }
+        self.pins.pin_fast(addr, flags.write, flags.nofault, pages)
     }
 }
 

@@ -8,8 +8,10 @@
 use bvec::{Page, PAGE_SIZE};
 use kernel::bindings;
 
-use super::{CDirection, CIovIter, Segs};
 use kernel_glue::KPage;
+
+use super::{CDirection, CIovIter, Segs};
+use crate::UserPins;
 
 impl CIovIter<'_> {
     /// Whether bytes `offset .. offset + len` of pool page `page` overlap the iterator's memory.
@@ -22,6 +24,14 @@ impl CIovIter<'_> {
                 t.iter().any(|bv| {
                     let s = bv.phys();
                     s < end && start < s + u64::from(bv.len())
+                })
+            }
+            Segs::Folioq(t) => {
+                let start = page.phys() + offset as u64;
+                let end = start + len as u64;
+                t.iter().any(|f| {
+                    let s = f.head().phys();
+                    s < end && start < s + f.size() as u64
                 })
             }
             Segs::Kvec(t) => {
@@ -76,23 +86,28 @@ impl CIovIter<'_> {
     }
 
     /// `iov_iter_extract_pages(iter, &pages, maxsize, pages.len(), 0, &offset0)`: `Ok((size,
-    /// offset0))` or `Err(errno)`. `None` (not run) for user-backed iterators, whose pages the
-    /// kernel would pin, and for an empty `pages` (the kernel WARNs).
+    /// offset0))` or `Err(errno)`; `None` (not run) for an empty `pages` (the kernel WARNs).
+    ///
+    /// On a user-backed iterator (UBUF, IOVEC) the kernel pins the pages it returns
+    /// (`pin_user_pages_fast`); those pins are handed to `pins`, which releases them.
     pub fn extract_pages(
         &mut self,
         pages: &mut [KPage],
         maxsize: usize,
+        pins: &mut UserPins,
     ) -> Option<Result<(usize, usize), i32>> {
-        if pages.is_empty() || matches!(self.segs, Segs::Iovec | Segs::Ubuf) {
+        if pages.is_empty() {
             return None;
         }
+        let user = matches!(self.segs, Segs::Iovec | Segs::Ubuf);
         let maxpages = u32::try_from(pages.len()).unwrap_or(u32::MAX);
         let mut arr = pages.as_mut_ptr().cast::<*mut bindings::page>();
         let mut offset0 = 0usize;
         // SAFETY: `arr` points to `pages.len()` writable slots of `struct page *` (`KPage` is a
         // transparent `struct page *`); as it is non-NULL the kernel fills it instead of
-        // allocating. BVEC/KVEC extraction takes no references and reads only the table, within
-        // `count` (type invariant).
+        // allocating. BVEC/KVEC/FOLIOQ extraction takes no references and reads only the table
+        // within `count` (type invariant); UBUF/IOVEC extraction pins user pages through GUP,
+        // which checks the addresses, and the pins are handed over below.
         let r = unsafe {
             bindings::iov_iter_extract_pages(
                 &mut self.iter,
@@ -103,10 +118,19 @@ impl CIovIter<'_> {
                 &mut offset0,
             )
         };
-        Some(if r < 0 {
-            Err(r as i32)
-        } else {
-            Ok((r as usize, offset0))
-        })
+        if r < 0 {
+            return Some(Err(r as i32));
+        }
+        let size = r as usize;
+        if user && size > 0 {
+            // `iov_iter_extract_user_pages` pinned `res` pages and returned at most
+            // `res * PAGE_SIZE - offset0` bytes, at least one byte in the last of them.
+            let n = (offset0 + size).div_ceil(PAGE_SIZE).min(pages.len());
+            if let Some(pinned) = pages.get(..n) {
+                // SAFETY: the kernel took one pin on each of these pages for us (above).
+                unsafe { pins.adopt(pinned) };
+            }
+        }
+        Some(Ok((size, offset0)))
     }
 }
