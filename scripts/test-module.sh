@@ -2,9 +2,11 @@
 # Build iovstack_selftest.ko and run it in the QEMU guest.
 #
 #   scripts/test-module.sh [normal|debug] [--no-inject|--inject-only] [--seed N] [--cases N]
+#                          [--timeout SECS]
 #
 #   1. normal run: tests/qemu/guest-tests/[0-9]*.sh (smoke + differential test) must pass
-#      (--seed/--cases choose the random cases; defaults in rnvme/selftest/params.c);
+#      (--seed/--cases choose the random cases; defaults in rnvme/selftest/params.c; --timeout
+#      raises run-guest.sh's host-side limit for long runs, e.g. --cases 1000000);
 #   2. fault-injection run (skipped with --no-inject): the module loaded with inject_fault=1
 #      (tests/qemu/guest-tests/selftest/90-iovstack-inject-fault.sh) must make the run FAIL,
 #      and the console log must show why: a non-zero mismatch count, FAIL lines for both the
@@ -19,6 +21,7 @@ variant=normal
 inject=1
 normal_run=1
 append=""
+timeout_args=()
 while (($#)); do
     case "$1" in
         normal|debug) variant="$1"; shift ;;
@@ -26,7 +29,8 @@ while (($#)); do
         --inject-only) normal_run=0; shift ;;
         --seed) append+=" iovstack_seed=$2"; shift 2 ;;
         --cases) append+=" iovstack_cases=$2"; shift 2 ;;
-        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        --timeout) timeout_args=(-t "$2"); shift 2 ;;
+        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
         *) die "unknown argument '$1'" ;;
     esac
 done
@@ -52,7 +56,8 @@ if ((normal_run)); then
 log1="$RNVME_CACHE/logs/iovstack-$variant-$stamp.log"
 img=$("$q/mkinitramfs.sh" "${common[@]}" "${tests[@]}" -o "$RNVME_CACHE/initramfs/iovstack-$variant.cpio")
 rc=0
-"$q/run-guest.sh" -k "$variant" -i "$img" --nvme 0 -l "$log1" --append "$append" || rc=$?
+"$q/run-guest.sh" -k "$variant" -i "$img" --nvme 0 -l "$log1" --append "$append" "${timeout_args[@]}" \
+    || rc=$?
 summary=$(grep -aE '(^|[ :])differential: [0-9]+ cases, [0-9]+ mismatches' "$log1" | tail -n1 | tr -d '\r' || true)
 if [[ $rc -eq 0 ]]; then
     log "normal run: PASS -- ${summary:-no summary line}"
