@@ -1,5 +1,7 @@
-//! Unit tests of the nvme crate: data-pointer edge cases moved here from the bio crate.
+//! Unit tests of the nvme crate: data-pointer edge cases (moved here from the bio crate) and
+//! controller bring-up against a scripted register file.
 
 mod dma_tag;
+mod init;
 mod prp;
 mod sgl;
