@@ -29,6 +29,8 @@ pkgs=(
     qemu-system-x86 busybox-static fio e2fsprogs util-linux
     # misc
     curl ca-certificates git
+    # benchmark plots (benches/plot_kernel_iov.py)
+    python3-matplotlib
 )
 missing=()
 for p in "${pkgs[@]}"; do
