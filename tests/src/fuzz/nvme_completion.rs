@@ -9,7 +9,7 @@
 //! poll budget with `Done` or a typed error; doorbell offsets lie inside the BAR.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use nvme::{
     AdminQueue, Cap, CidError, CidTable, CompletionEntry, CompletionMemory, CompletionQueue,
@@ -163,7 +163,7 @@ pub fn run(data: &[u8]) {
     let Ok(mut table) = CidTable::<64>::new(tags) else {
         panic!("valid table depth refused");
     };
-    let mut model: HashMap<u16, u16> = HashMap::new();
+    let mut model: BTreeMap<u16, u16> = BTreeMap::new();
     let bitmap = d.u64();
     for tag in 0..tags as u16 {
         if (bitmap >> tag) & 1 != 0 {
