@@ -28,7 +28,7 @@ pub struct Byte {
 
 /// Limits in plain numbers (the model does not use `QueueLimits` methods). Built from a
 /// `QueueLimits`' values, or by the model of `blk_validate_limits`
-/// ([`crate::limits_model::validate`]).
+/// ([`limits_model::validate`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ModelLimits {
     /// Logical block size.
