@@ -88,6 +88,7 @@ mod identify_ns;
 mod init;
 mod io;
 mod limits;
+mod passthru;
 mod prp;
 mod queues;
 mod reg_values;
@@ -118,6 +119,12 @@ pub use io::{
 };
 pub use limits::{
     namespace_limits, nvme_max_hw_sectors, queue_limits, NVME_MAX_HW_SECTORS, NVME_MAX_SEGS,
+};
+pub use passthru::{
+    cmd_allowed, Caller, IoEffects, PassthruError, UserCmd, EFFECTS_CSUPP, EFFECTS_LBCC,
+    IOCTL_ADMIN64_CMD, IOCTL_ADMIN_CMD, IOCTL_ID, IOCTL_IO64_CMD, IOCTL_IO_CMD, LOG_CMD_EFFECTS,
+    PASSTHRU_CMD64_SIZE, PASSTHRU_CMD_SIZE, RESULT64_OFFSET, RESULT_OFFSET, URING_CMD_ADMIN,
+    URING_CMD_IO, URING_CMD_SIZE,
 };
 pub use prp::{
     build_prps, plan_prps, PrpListPage, PrpLists, PrpPlan, PrpPool, Prps, PRPS_PER_PAGE,

@@ -1,0 +1,439 @@
+//! The user ABI of the NVMe passthrough interface (`struct nvme_passthru_cmd`,
+//! `nvme_passthru_cmd64`, `nvme_uring_cmd`, the ioctl numbers) and its permission rules
+//! (`nvme_cmd_allowed()` in `drivers/nvme/host/ioctl.c` of Linux 6.12).
+//!
+//! C header: [`include/uapi/linux/nvme_ioctl.h`](srctree/include/uapi/linux/nvme_ioctl.h)
+//!
+//! Everything here works on bytes the caller copied from user space: nothing is trusted, every
+//! field is read at its fixed offset, and the command built from it carries no data pointer
+//! (the driver sets that from memory it mapped itself).
+
+use crate::SubmissionEntry;
+
+/// `_IOWR('N', nr, size)` of `include/uapi/asm-generic/ioctl.h`.
+const fn iowr(nr: u32, size: u32) -> u32 {
+    (3 << 30) | (size << 16) | ((b'N' as u32) << 8) | nr
+}
+
+/// Size of `struct nvme_passthru_cmd` (and `nvme_admin_cmd`).
+pub const PASSTHRU_CMD_SIZE: usize = 72;
+/// Size of `struct nvme_passthru_cmd64`.
+pub const PASSTHRU_CMD64_SIZE: usize = 80;
+/// Size of `struct nvme_uring_cmd`.
+pub const URING_CMD_SIZE: usize = 72;
+
+/// `NVME_IOCTL_ID`: the namespace id of a namespace device.
+pub const IOCTL_ID: u32 = ((b'N' as u32) << 8) | 0x40;
+/// `NVME_IOCTL_ADMIN_CMD`.
+pub const IOCTL_ADMIN_CMD: u32 = iowr(0x41, PASSTHRU_CMD_SIZE as u32);
+/// `NVME_IOCTL_IO_CMD`.
+pub const IOCTL_IO_CMD: u32 = iowr(0x43, PASSTHRU_CMD_SIZE as u32);
+/// `NVME_IOCTL_ADMIN64_CMD`.
+pub const IOCTL_ADMIN64_CMD: u32 = iowr(0x47, PASSTHRU_CMD64_SIZE as u32);
+/// `NVME_IOCTL_IO64_CMD`.
+pub const IOCTL_IO64_CMD: u32 = iowr(0x48, PASSTHRU_CMD64_SIZE as u32);
+/// `NVME_URING_CMD_IO`.
+pub const URING_CMD_IO: u32 = iowr(0x80, URING_CMD_SIZE as u32);
+/// `NVME_URING_CMD_ADMIN`.
+pub const URING_CMD_ADMIN: u32 = iowr(0x82, URING_CMD_SIZE as u32);
+
+/// Why a user command was refused before it reached the device (the C driver's errno).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PassthruError {
+    /// `flags` set, nsid not the device's, metadata on a namespace without it (`EINVAL`).
+    Invalid,
+    /// The caller may not send this command (`EACCES`).
+    Denied,
+}
+
+impl core::fmt::Display for PassthruError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::Invalid => f.write_str("invalid passthrough command"),
+            Self::Denied => f.write_str("passthrough command not allowed"),
+        }
+    }
+}
+
+/// A user passthrough command, decoded from any of the three layouts (they share the first 68
+/// bytes).
+///
+/// # Examples
+///
+/// ```
+/// use nvme::{UserCmd, PASSTHRU_CMD_SIZE};
+/// let mut b = [0u8; PASSTHRU_CMD_SIZE];
+/// b[0] = 0x06; // Identify
+/// b[24..32].copy_from_slice(&0x7000u64.to_le_bytes());
+/// b[36..40].copy_from_slice(&4096u32.to_le_bytes());
+/// b[40] = 1; // CNS 1
+/// let c = UserCmd::parse(&b).unwrap();
+/// assert_eq!((c.opcode, c.addr, c.data_len), (0x06, 0x7000, 4096));
+/// assert_eq!(c.to_entry(None).unwrap().cdw(10), Some(1));
+/// assert!(UserCmd::parse(&b[..67]).is_none());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UserCmd {
+    /// Opcode.
+    pub opcode: u8,
+    /// Command flags (must be 0: no fused commands, no SGL chosen by the user).
+    pub flags: u8,
+    /// Namespace id.
+    pub nsid: u32,
+    /// Command dwords 2 and 3.
+    pub cdw2_3: [u32; 2],
+    /// User address of the metadata buffer.
+    pub metadata: u64,
+    /// User address of the data buffer.
+    pub addr: u64,
+    /// Metadata length in bytes.
+    pub metadata_len: u32,
+    /// Data length in bytes.
+    pub data_len: u32,
+    /// Command dwords 10..=15.
+    pub cdw10_15: [u32; 6],
+    /// Timeout in milliseconds (0: the driver's default).
+    pub timeout_ms: u32,
+}
+
+fn le32(b: &[u8], off: usize) -> Option<u32> {
+    let s = b.get(off..off.checked_add(4)?)?;
+    Some(u32::from_le_bytes(s.try_into().ok()?))
+}
+
+fn le64(b: &[u8], off: usize) -> Option<u64> {
+    let s = b.get(off..off.checked_add(8)?)?;
+    Some(u64::from_le_bytes(s.try_into().ok()?))
+}
+
+/// Offset of `result` in `struct nvme_passthru_cmd` (32 bits).
+pub const RESULT_OFFSET: usize = 68;
+/// Offset of `result` in `struct nvme_passthru_cmd64` (64 bits).
+pub const RESULT64_OFFSET: usize = 72;
+
+impl UserCmd {
+    /// Decodes the common part of `nvme_passthru_cmd`/`nvme_passthru_cmd64`/`nvme_uring_cmd`;
+    /// `None` when `b` is shorter than 68 bytes.
+    pub fn parse(b: &[u8]) -> Option<Self> {
+        if b.len() < 68 {
+            return None;
+        }
+        let mut cdw10_15 = [0u32; 6];
+        for (i, d) in cdw10_15.iter_mut().enumerate() {
+            *d = le32(b, 40 + 4 * i)?;
+        }
+        Some(Self {
+            opcode: *b.first()?,
+            flags: *b.get(1)?,
+            nsid: le32(b, 4)?,
+            cdw2_3: [le32(b, 8)?, le32(b, 12)?],
+            metadata: le64(b, 16)?,
+            addr: le64(b, 24)?,
+            metadata_len: le32(b, 32)?,
+            data_len: le32(b, 36)?,
+            cdw10_15,
+            timeout_ms: le32(b, 64)?,
+        })
+    }
+
+    /// Whether the command moves data (`addr` and `data_len` both non-zero), as the C driver
+    /// decides whether to map a buffer.
+    pub fn has_data(&self) -> bool {
+        self.addr != 0 && self.data_len != 0
+    }
+
+    /// Whether data flows to the controller (`nvme_is_write()`: opcode bit 0).
+    pub fn is_write(&self) -> bool {
+        self.opcode & 1 != 0
+    }
+
+    /// The submission entry, without data pointer or command id, after the C driver's checks
+    /// (`nvme_user_cmd()`): no flags, and on a namespace device (`ns_nsid` is `Some`) the nsid
+    /// must be that namespace's.
+    ///
+    /// # Errors
+    ///
+    /// [`PassthruError::Invalid`].
+    pub fn to_entry(&self, ns_nsid: Option<u32>) -> Result<SubmissionEntry, PassthruError> {
+        if self.flags != 0 {
+            return Err(PassthruError::Invalid);
+        }
+        if ns_nsid.is_some_and(|n| n != self.nsid) {
+            return Err(PassthruError::Invalid);
+        }
+        let mut e = SubmissionEntry::new(self.opcode, self.nsid);
+        e.set_cdw(2, self.cdw2_3[0]);
+        e.set_cdw(3, self.cdw2_3[1]);
+        for (i, d) in self.cdw10_15.iter().enumerate() {
+            e.set_cdw(10 + i, *d);
+        }
+        Ok(e)
+    }
+}
+
+/// Command Supported (`NVME_CMD_EFFECTS_CSUPP`).
+pub const EFFECTS_CSUPP: u32 = 1 << 0;
+/// Logical Block Content Change (`NVME_CMD_EFFECTS_LBCC`).
+pub const EFFECTS_LBCC: u32 = 1 << 1;
+/// UUID selection supported (`NVME_CMD_EFFECTS_UUID_SEL`).
+const EFFECTS_UUID_SEL: u32 = 1 << 19;
+/// Scope (`NVME_CMD_EFFECTS_SCOPE_MASK`, bits 20..=31).
+const EFFECTS_SCOPE_MASK: u32 = 0xfff0_0000;
+/// Command Submission and Execution (`NVME_CMD_EFFECTS_CSE_MASK`, bits 16..=18).
+const EFFECTS_CSE_MASK: u32 = 7 << 16;
+/// Get Log Page identifier of the Commands Supported and Effects log.
+pub const LOG_CMD_EFFECTS: u8 = 0x05;
+/// First vendor specific opcode (`nvme_cmd_vendor_start`).
+const VENDOR_START: u8 = 0x80;
+/// The fabrics command opcode.
+const FABRICS: u8 = 0x7f;
+
+/// The I/O command effects the permission check uses: the controller's Commands Supported and
+/// Effects log (I/O part) with the known NVM effects added (`nvme_init_known_nvm_effects()`).
+#[derive(Clone, Debug)]
+pub struct IoEffects([u32; 256]);
+
+impl IoEffects {
+    /// From a Commands Supported and Effects log page (4096 bytes: 256 admin then 256 I/O
+    /// dwords), or none (`None`: the controller has no such log), plus the known NVM effects.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use nvme::{IoEffects, EFFECTS_CSUPP, EFFECTS_LBCC};
+    /// let e = IoEffects::from_log(None);
+    /// assert_eq!(e.get(0x01), EFFECTS_LBCC);
+    /// assert_eq!(e.get(0x02), 0);
+    /// let mut log = [0u8; 4096];
+    /// log[1024 + 8..1024 + 12].copy_from_slice(&EFFECTS_CSUPP.to_le_bytes()); // Read
+    /// assert_eq!(IoEffects::from_log(Some(&log)).get(0x02), EFFECTS_CSUPP);
+    /// ```
+    pub fn from_log(log: Option<&[u8]>) -> Self {
+        let mut e = [0u32; 256];
+        if let Some(log) = log {
+            for (i, d) in e.iter_mut().enumerate() {
+                *d = le32(log, 1024 + 4 * i).unwrap_or(0);
+            }
+        }
+        for op in [0x01usize, 0x08, 0x04] {
+            if let Some(d) = e.get_mut(op) {
+                *d |= EFFECTS_LBCC;
+            }
+        }
+        // An I/O command never freezes the queues (`nvme_command_effects()`).
+        for d in e.iter_mut() {
+            *d &= !EFFECTS_CSE_MASK;
+        }
+        Self(e)
+    }
+
+    /// The effects of I/O opcode `op`.
+    pub fn get(&self, op: u8) -> u32 {
+        self.0.get(usize::from(op)).copied().unwrap_or(0)
+    }
+}
+
+/// Who sends a command and where: the inputs of `nvme_cmd_allowed()`.
+#[derive(Clone, Copy, Debug)]
+pub struct Caller {
+    /// The caller has `CAP_SYS_ADMIN`.
+    pub sys_admin: bool,
+    /// The file was opened for writing.
+    pub open_for_write: bool,
+}
+
+/// Whether `caller` may send `cmd`: on the admin queue (`io` is `None`) or on a namespace
+/// with the given I/O effects, following `nvme_cmd_allowed()` of Linux 6.12.
+///
+/// # Examples
+///
+/// ```
+/// use nvme::{cmd_allowed, Caller, IoEffects, SubmissionEntry};
+/// let user = Caller { sys_admin: false, open_for_write: false };
+/// let fx = IoEffects::from_log(None);
+/// // Identify Controller (CNS 1) is allowed to anyone, Get Log Page is not.
+/// let mut id = SubmissionEntry::new(0x06, 0);
+/// id.set_cdw(10, 1);
+/// assert!(cmd_allowed(&id, None, user));
+/// assert!(!cmd_allowed(&SubmissionEntry::new(0x02, 0), None, user));
+/// // A write needs the file open for writing.
+/// assert!(!cmd_allowed(&SubmissionEntry::new(0x01, 1), Some(&fx), user));
+/// ```
+pub fn cmd_allowed(cmd: &SubmissionEntry, io: Option<&IoEffects>, caller: Caller) -> bool {
+    let op = cmd.opcode();
+    if op >= VENDOR_START || op == FABRICS {
+        return caller.sys_admin;
+    }
+    let Some(fx) = io else {
+        return admin_allowed(cmd, caller);
+    };
+    let effects = fx.get(op);
+    if effects & EFFECTS_CSUPP == 0 {
+        return caller.sys_admin;
+    }
+    if effects & !(EFFECTS_CSUPP | EFFECTS_LBCC | EFFECTS_UUID_SEL | EFFECTS_SCOPE_MASK) != 0 {
+        return caller.sys_admin;
+    }
+    if (op & 1 != 0 || effects & EFFECTS_LBCC != 0) && !caller.open_for_write {
+        return caller.sys_admin;
+    }
+    true
+}
+
+/// `nvme_admin_cmd_allowed()`: a few Identify CNS values for anyone, a few Set Features never
+/// (the driver manages them), everything else with `CAP_SYS_ADMIN`.
+fn admin_allowed(cmd: &SubmissionEntry, caller: Caller) -> bool {
+    let cdw10 = cmd.cdw(10).unwrap_or(0);
+    match cmd.opcode() {
+        // Identify: Namespace, I/O command set specific namespace/controller, Controller,
+        // command set independent namespace.
+        0x06 => {
+            if matches!(cdw10 & 0xff, 0x00 | 0x05 | 0x08 | 0x06 | 0x01) {
+                return true;
+            }
+        }
+        // Set Features: Keep Alive (not fabrics), Host Behavior, Host Memory Buffer,
+        // Number of Queues, Autonomous Power State Transition.
+        0x09 => {
+            if matches!(cdw10 & 0xff, 0x0f | 0x16 | 0x0d | 0x07 | 0x0c) {
+                return false;
+            }
+        }
+        _ => {}
+    }
+    caller.sys_admin
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROOT: Caller = Caller {
+        sys_admin: true,
+        open_for_write: false,
+    };
+    const USER_RW: Caller = Caller {
+        sys_admin: false,
+        open_for_write: true,
+    };
+
+    #[test]
+    fn ioctl_numbers_match_the_uapi_header() {
+        assert_eq!(IOCTL_ID, 0x4e40);
+        assert_eq!(IOCTL_ADMIN_CMD, 0xc048_4e41);
+        assert_eq!(IOCTL_IO_CMD, 0xc048_4e43);
+        assert_eq!(IOCTL_ADMIN64_CMD, 0xc050_4e47);
+        assert_eq!(IOCTL_IO64_CMD, 0xc050_4e48);
+        assert_eq!(URING_CMD_IO, 0xc048_4e80);
+        assert_eq!(URING_CMD_ADMIN, 0xc048_4e82);
+    }
+
+    #[test]
+    fn parse_reads_every_field_at_its_offset() {
+        let mut b = [0u8; PASSTHRU_CMD64_SIZE];
+        for (i, x) in b.iter_mut().enumerate() {
+            *x = i as u8;
+        }
+        let c = UserCmd::parse(&b).unwrap();
+        assert_eq!(c.opcode, 0);
+        assert_eq!(c.flags, 1);
+        assert_eq!(c.nsid, u32::from_le_bytes([4, 5, 6, 7]));
+        assert_eq!(c.addr, u64::from_le_bytes([24, 25, 26, 27, 28, 29, 30, 31]));
+        assert_eq!(c.data_len, u32::from_le_bytes([36, 37, 38, 39]));
+        assert_eq!(c.cdw10_15[5], u32::from_le_bytes([60, 61, 62, 63]));
+        assert_eq!(c.timeout_ms, u32::from_le_bytes([64, 65, 66, 67]));
+        assert!(UserCmd::parse(&b[..67]).is_none());
+        assert_eq!(UserCmd::parse(&b[..68]), Some(c));
+    }
+
+    #[test]
+    fn entry_checks_flags_and_nsid() {
+        let mut c = UserCmd {
+            opcode: 0x02,
+            nsid: 1,
+            ..UserCmd::default()
+        };
+        assert!(c.to_entry(Some(1)).is_ok());
+        assert_eq!(c.to_entry(Some(2)), Err(PassthruError::Invalid));
+        assert!(c.to_entry(None).is_ok());
+        c.flags = 0x40;
+        assert_eq!(c.to_entry(None), Err(PassthruError::Invalid));
+        c.flags = 0;
+        c.cdw2_3 = [7, 8];
+        c.cdw10_15 = [10, 11, 12, 13, 14, 15];
+        let e = c.to_entry(None).unwrap();
+        assert_eq!((e.cdw(2), e.cdw(3)), (Some(7), Some(8)));
+        assert_eq!((e.cdw(10), e.cdw(15)), (Some(10), Some(15)));
+        assert_eq!(e.cid(), 0);
+    }
+
+    #[test]
+    fn vendor_and_fabrics_need_sys_admin() {
+        let fx = IoEffects::from_log(Some(&[0xffu8; 4096]));
+        for op in [0x7f, 0x80, 0xff] {
+            let e = SubmissionEntry::new(op, 1);
+            assert!(!cmd_allowed(&e, None, USER_RW));
+            assert!(!cmd_allowed(&e, Some(&fx), USER_RW));
+            assert!(cmd_allowed(&e, None, ROOT));
+        }
+    }
+
+    #[test]
+    fn admin_rules() {
+        for (cns, ok) in [
+            (0, true),
+            (1, true),
+            (2, false),
+            (5, true),
+            (6, true),
+            (8, true),
+        ] {
+            let mut e = SubmissionEntry::new(0x06, 0);
+            e.set_cdw(10, cns);
+            assert_eq!(cmd_allowed(&e, None, USER_RW), ok, "cns {cns}");
+        }
+        for fid in [0x07, 0x0c, 0x0d, 0x0f, 0x16] {
+            let mut e = SubmissionEntry::new(0x09, 0);
+            e.set_cdw(10, fid);
+            assert!(!cmd_allowed(&e, None, ROOT), "fid {fid}");
+        }
+        let mut e = SubmissionEntry::new(0x09, 0);
+        e.set_cdw(10, 0x06);
+        assert!(cmd_allowed(&e, None, ROOT));
+        assert!(!cmd_allowed(&e, None, USER_RW));
+    }
+
+    #[test]
+    fn io_rules_follow_the_effects() {
+        let mut log = [0u8; 4096];
+        let put = |log: &mut [u8; 4096], op: usize, v: u32| {
+            log[1024 + 4 * op..1028 + 4 * op].copy_from_slice(&v.to_le_bytes());
+        };
+        put(&mut log, 0x02, EFFECTS_CSUPP);
+        put(&mut log, 0x01, EFFECTS_CSUPP);
+        put(&mut log, 0x05, EFFECTS_CSUPP | (1 << 2)); // NCC: intrusive
+        let fx = IoEffects::from_log(Some(&log));
+        let ro = Caller {
+            sys_admin: false,
+            open_for_write: false,
+        };
+        assert!(cmd_allowed(&SubmissionEntry::new(0x02, 1), Some(&fx), ro));
+        assert!(!cmd_allowed(&SubmissionEntry::new(0x01, 1), Some(&fx), ro));
+        assert!(cmd_allowed(
+            &SubmissionEntry::new(0x01, 1),
+            Some(&fx),
+            USER_RW
+        ));
+        assert!(!cmd_allowed(
+            &SubmissionEntry::new(0x05, 1),
+            Some(&fx),
+            USER_RW
+        ));
+        assert!(!cmd_allowed(
+            &SubmissionEntry::new(0x09, 1),
+            Some(&fx),
+            USER_RW
+        ));
+        assert!(cmd_allowed(&SubmissionEntry::new(0x09, 1), Some(&fx), ROOT));
+    }
+}
