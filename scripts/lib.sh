@@ -134,16 +134,20 @@ kernel_key() {
 
 kernel_dir() { printf '%s/kernel/%s\n' "$RNVME_CACHE" "$(kernel_key "$1")"; }
 
-# Builds iovstack_selftest.ko for variant $1 and sets the array SELFTEST_ARGS to the mkinitramfs
-# options that put it into a guest with its guest test (smoke test + differential test against
-# the kernel's iov_iter). Runs in the caller's shell, so a failed build stops the caller.
+# Builds iovstack_selftest.ko and iovstack_bench.ko for variant $1 and sets the array
+# SELFTEST_ARGS to the mkinitramfs options that put them into a guest with their guest tests
+# (smoke test + differential test against the kernel's iov_iter; the short form of the in-kernel
+# iov benchmark, which fails only on a missing result line or a wrong copy). Runs in the
+# caller's shell, so a failed build stops the caller.
 selftest_initramfs_args() {
-    local variant=$1 ko gt="$RNVME_REPO/tests/qemu/guest-tests"
-    ko=$("$RNVME_REPO/scripts/build-module.sh" "$variant" | grep '/iovstack_selftest\.ko$') ||
-        die "iovstack_selftest.ko ($variant) did not build"
+    local variant=$1 kos ko bench gt="$RNVME_REPO/tests/qemu/guest-tests"
+    kos=$("$RNVME_REPO/scripts/build-module.sh" "$variant") || die "modules ($variant) did not build"
+    ko=$(grep '/iovstack_selftest\.ko$' <<<"$kos") || die "iovstack_selftest.ko ($variant) did not build"
+    bench=$(grep '/iovstack_bench\.ko$' <<<"$kos") || die "iovstack_bench.ko ($variant) did not build"
     SELFTEST_ARGS=(--add "$ko:/lib/modules/extra/iovstack_selftest.ko"
         --add "$gt/iovstack-check.sh:/lib/rnvme/iovstack-check.sh"
-        --test "$gt/10-iovstack-selftest.sh")
+        --test "$gt/10-iovstack-selftest.sh"
+        --add "$bench:/lib/modules/extra/iovstack_bench.ko" --test "$gt/40-iov-bench.sh")
 }
 
 # Builds rnvme.ko for variant $1 and sets the array DRIVER_ARGS to the mkinitramfs options that
