@@ -19,7 +19,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-OPS = ("iter_init", "iter_init_advance", "npages")
+OPS = ("iter_init", "iter_init_advance", "npages", "fixed_io_128k")
 
 
 def load(path):
@@ -41,7 +41,7 @@ def panel(ax, rows, title, log):
     bands = [ratio_band(r) for r in rows]
     mids = [b[0] for b in bands]
     err = [[b[0] - b[1] for b in bands], [b[2] - b[0] for b in bands]]
-    colors = ["tab:green" if m <= 1.0 else "tab:red" for m in mids]
+    colors = ["tab:green" if round(m, 3) <= 1.0 else "tab:red" for m in mids]
     x = range(len(rows))
     ax.bar(x, mids, color=colors, yerr=err, capsize=4, alpha=0.85)
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1)

@@ -71,9 +71,9 @@ accel=tcg
 [[ -z "${RNVME_KVM:-}" || "$clock" != wall ]] || accel="kvm-if-working"
 {
     echo "kind,unit,rust_median,c_median,ratio,rust_min,rust_p10,rust_p90,rust_max,c_min,c_p10,c_p90,c_max,size_mib,samples,table_mib,variant,accel,host_cpus,load_before,load_after,commit,date"
-    for kind in ubuf iovec kvec bvec bvec_split page_list iter_init iter_init_advance npages; do
+    for kind in ubuf iovec kvec bvec bvec_split page_list iter_init iter_init_advance npages fixed_io_128k; do
         unit="ns per ${size} MiB"
-        [[ "$kind" == iter_* || "$kind" == npages ]] && unit="ns per op"
+        [[ "$kind" == iter_* || "$kind" == npages || "$kind" == fixed_io_* ]] && unit="ns per op"
         line=$(tr -d '\r' < "$logf" | grep -aE "^iov-bench $kind: " | tail -n1)
         spread=$(tr -d '\r' < "$logf" | grep -aE "^iov-bench-spread $kind: " | tail -n1)
         [[ -n "$line" && -n "$spread" ]] || die "no result for $kind in $logf"

@@ -241,8 +241,25 @@ u64 rnvme_glue_bench_c_bvec_op(unsigned int op, const struct bio_vec *bv, unsign
 			iov_iter_advance(&iter, skip);
 			acc += iter.iov_offset + iter.nr_segs;
 			break;
-		default:
+		case 2:
 			acc += iov_iter_npages(&iter, INT_MAX);
+			break;
+		default:
+			iov_iter_bvec(&iter, ITER_SOURCE, bv, nr, skip + count);
+			if (skip && skip < bv->bv_len) {
+				iter.count -= skip;
+				iter.iov_offset = skip;
+			} else if (skip) {
+				size_t off = skip - bv->bv_len;
+				unsigned long seg_skip = 1 + (off >> PAGE_SHIFT);
+
+				iter.bvec += seg_skip;
+				iter.nr_segs -= seg_skip;
+				iter.count -= bv->bv_len + off;
+				iter.iov_offset = off & ~PAGE_MASK;
+			}
+			barrier_data(&iter);
+			acc += iter.iov_offset + iter.nr_segs + iter.count;
 			break;
 		}
 	}

@@ -6,7 +6,8 @@
 //! geometries of the kunit iov_iter benchmarks ([`kinds`]) through the kernel's exported
 //! `copy_from_iter` and through `iov::IovIter::copy_from_iter`, over the same memory, `samples`
 //! times each, alternating which side goes first; then iterator construction, advance and
-//! `npages` on a registered-buffer-sized bvec table ([`ops`]). Per kind it prints
+//! `npages`, and a registered-buffer I/O import on a 1 GiB-sized bvec table ([`ops`]). Per kind
+//! it prints
 //!
 //! ```text
 //! iov-bench <kind>: rust <median ns> c <median ns> ratio <rust/c>
@@ -40,7 +41,7 @@ mod stats;
 
 use kinds::{Geometry, Kind, KVEC_SEGS};
 use ops::{Op, Table};
-use stats::{ratio_milli, spread, Milli, Spread};
+use stats::{ratio_micro, spread, Ratio, Spread};
 
 module! {
     type: IovstackBench,
@@ -296,14 +297,14 @@ impl core::fmt::Display for Ns {
 
 /// Prints the two result lines of one kind or operation.
 fn report(name: &str, r: Spread, c: Spread, tenths: bool) {
-    let ratio = ratio_milli(r.median, c.median).unwrap_or(0);
+    let ratio = ratio_micro(r.median, c.median).unwrap_or(0);
     let ns = |v| Ns(v, tenths);
     pr_info!(
         "iov-bench {}: rust {} c {} ratio {}\n",
         name,
         ns(r.median),
         ns(c.median),
-        Milli(ratio)
+        Ratio(ratio)
     );
     pr_info!(
         "iov-bench-spread {}: rust min {} p10 {} p90 {} max {} c min {} p10 {} p90 {} max {}\n",

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Iterator construction, advance and `npages` on a registered-buffer-sized bvec table.
+//! Iterator construction, advance, `npages` and I/O import on a registered-buffer-sized table.
 //!
 //! C header: [`include/linux/uio.h`](srctree/include/linux/uio.h)
 //!
@@ -13,7 +13,7 @@
 
 use core::hint::black_box;
 
-use bvec::Bvec;
+use bvec::{Bvec, PAGE_SIZE};
 use iov::{IovIter, Source};
 
 use kernel_glue::KPage;
@@ -37,11 +37,16 @@ pub(crate) enum Op {
     InitAdvance,
     /// `npages` of an iterator over the whole table.
     Npages,
+    /// A 128 KiB I/O at the advance offset, imported as io_uring imports a registered buffer:
+    /// the kernel as io_uring/rsrc.c:io_import_fixed() (an iterator over the table from its
+    /// start, whole entries skipped by arithmetic), ours over the sub-table from the I/O's first
+    /// entry (the constructor walks only the entries the I/O covers) advanced into that entry.
+    FixedImport,
 }
 
 impl Op {
     /// Every operation, in the order they are printed.
-    pub(crate) const ALL: [Op; 3] = [Op::Init, Op::InitAdvance, Op::Npages];
+    pub(crate) const ALL: [Op; 4] = [Op::Init, Op::InitAdvance, Op::Npages, Op::FixedImport];
 
     /// Name in the output lines.
     pub(crate) fn name(self) -> &'static str {
@@ -49,9 +54,13 @@ impl Op {
             Op::Init => "iter_init",
             Op::InitAdvance => "iter_init_advance",
             Op::Npages => "npages",
+            Op::FixedImport => "fixed_io_128k",
         }
     }
 }
+
+/// Bytes of the [`Op::FixedImport`] I/O.
+pub(crate) const IO_LEN: usize = 128 * 1024;
 
 /// The table and what each operation is asked.
 #[derive(Debug)]
@@ -68,14 +77,21 @@ impl Table<'_> {
         (self.count / 4 * 3).saturating_add(512).min(self.count)
     }
 
+    /// Byte offset of the [`Op::FixedImport`] I/O: the advance offset, moved back so the I/O
+    /// fits the table.
+    pub(crate) fn import_skip(&self) -> usize {
+        self.skip().min(self.count.saturating_sub(IO_LEN))
+    }
+
     /// `reps` x `op` through the kernel's functions (timed in C).
     pub(crate) fn c(&self, op: Op, reps: usize) -> Option<Timed> {
-        let op = match op {
-            Op::Init => BvecOp::Init,
-            Op::InitAdvance => BvecOp::InitAdvance,
-            Op::Npages => BvecOp::Npages,
+        let (op, count, skip) = match op {
+            Op::Init => (BvecOp::Init, self.count, self.skip()),
+            Op::InitAdvance => (BvecOp::InitAdvance, self.count, self.skip()),
+            Op::Npages => (BvecOp::Npages, self.count, self.skip()),
+            Op::FixedImport => (BvecOp::FixedImport, IO_LEN, self.import_skip()),
         };
-        c_copy::bvec_op(op, self.bvec, self.count, self.skip(), reps)
+        c_copy::bvec_op(op, self.bvec, count, skip, reps)
     }
 
     /// `reps` x `op` through our `iov` crate.
@@ -98,6 +114,20 @@ impl Table<'_> {
                         IovIter::<KPage, Source>::bvec(black_box(table), black_box(count)).ok()?;
                     it.advance(black_box(skip));
                     acc = acc.wrapping_add(black_box(&it).iov_offset() + it.nr_segs());
+                }
+                (t0, now_ns())
+            }
+            Op::FixedImport => {
+                let skip = self.import_skip();
+                let (first, in_page) = (skip / PAGE_SIZE, skip % PAGE_SIZE);
+                let t0 = now_ns();
+                for _ in 0..reps {
+                    let sub = black_box(table).get(first..)?;
+                    let mut it =
+                        IovIter::<KPage, Source>::bvec(sub, black_box(IO_LEN) + in_page).ok()?;
+                    it.advance(in_page);
+                    let it = black_box(&it);
+                    acc = acc.wrapping_add(it.iov_offset() + it.nr_segs() + it.count());
                 }
                 (t0, now_ns())
             }

@@ -56,19 +56,25 @@ pub(crate) fn spread(samples: &mut [u64]) -> Spread {
     }
 }
 
-/// `rust / c` in thousandths, rounded to nearest; `None` when `c == 0` or on overflow (64-bit
+/// `rust / c` in millionths, rounded to nearest; `None` when `c == 0` or on overflow (64-bit
 /// arithmetic: a 128-bit division would need `__udivti3`, which the kernel does not export).
-pub(crate) fn ratio_milli(rust: u64, c: u64) -> Option<u64> {
-    let num = rust.checked_mul(1000)?.checked_add(c / 2)?;
+pub(crate) fn ratio_micro(rust: u64, c: u64) -> Option<u64> {
+    let num = rust.checked_mul(1_000_000)?.checked_add(c / 2)?;
     num.checked_div(c)
 }
 
-/// A value in thousandths, formatted as `int.fff`.
+/// A ratio in millionths, formatted with three decimals (`1.037`), or six below 0.01
+/// (`0.000007`) so a large win does not print as zero.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Milli(pub(crate) u64);
+pub(crate) struct Ratio(pub(crate) u64);
 
-impl core::fmt::Display for Milli {
+impl core::fmt::Display for Ratio {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "{}.{:03}", self.0 / 1000, self.0 % 1000)
+        if self.0 < 10_000 {
+            write!(f, "0.{:06}", self.0)
+        } else {
+            let milli = (self.0 + 500) / 1000;
+            write!(f, "{}.{:03}", milli / 1000, milli % 1000)
+        }
     }
 }

@@ -208,10 +208,16 @@ pub enum BvecOp {
     InitAdvance,
     /// `iov_iter_npages(INT_MAX)` on an iterator built (untimed) with `count`.
     Npages,
+    /// An I/O of `count` bytes at byte `skip` of a registered buffer of page-sized entries, as
+    /// io_uring/rsrc.c:io_import_fixed() imports it: `iov_iter_bvec(table, skip + count)`, then
+    /// whole entries skipped by arithmetic (needs `skip + count` within the table).
+    FixedImport,
 }
 
 /// `reps` x `op` on `table`, all timed; [`Timed::copied`] is a checksum of the results. `None`
-/// if `count` exceeds the table or `skip` exceeds `count`. The pages are never touched.
+/// if `count` exceeds the table or `skip` exceeds `count` ([`BvecOp::FixedImport`]: if
+/// `skip + count` exceeds the table or an entry is not a whole page). The pages are never
+/// touched.
 pub fn bvec_op(
     op: BvecOp,
     table: &[Bvec<KPage>],
@@ -220,17 +226,31 @@ pub fn bvec_op(
     reps: usize,
 ) -> Option<Timed> {
     let total: u64 = table.iter().map(|b| u64::from(b.len())).sum();
-    if count as u64 > total || skip > count {
+    let ok = match op {
+        BvecOp::FixedImport => {
+            // io_import_fixed's arithmetic assumes page-sized entries.
+            table
+                .iter()
+                .all(|b| b.offset() == 0 && b.len() as usize == PAGE_SIZE)
+                && (count as u64)
+                    .checked_add(skip as u64)
+                    .is_some_and(|e| e <= total)
+        }
+        _ => count as u64 <= total && skip <= count,
+    };
+    if !ok {
         return None;
     }
     let raw = match op {
         BvecOp::Init => 0,
         BvecOp::InitAdvance => 1,
         BvecOp::Npages => 2,
+        BvecOp::FixedImport => 3,
     };
     let mut sink: kernel::ffi::c_ulong = 0;
-    // SAFETY: the table has the layout of `struct bio_vec` and covers `count >= skip`, so the
-    // walks of `iov_iter_advance` and `iov_iter_npages` stay inside it; no page is accessed.
+    // SAFETY: the table has the layout of `struct bio_vec` and covers `count >= skip` (for the
+    // import: `skip + count`, in whole pages, so the entry skip stays inside it), so the walks of
+    // `iov_iter_advance` and `iov_iter_npages` stay inside it; no page is accessed.
     let ns = unsafe {
         helpers::rnvme_glue_bench_c_bvec_op(
             raw,

@@ -37,8 +37,8 @@ if grep -q '^iov-bench error:' /tmp/iov-bench.log; then
     fail "iov-bench-errors ($(grep -c '^iov-bench error:' /tmp/iov-bench.log) error lines)"
 fi
 num='[0-9]+(\.[0-9]+)?'
-for kind in ubuf iovec kvec bvec bvec_split page_list iter_init iter_init_advance npages; do
-    line=$(grep -E "^iov-bench $kind: rust $num c $num ratio [0-9]+\.[0-9]{3}$" /tmp/iov-bench.log | tail -n1)
+for kind in ubuf iovec kvec bvec bvec_split page_list iter_init iter_init_advance npages fixed_io_128k; do
+    line=$(grep -E "^iov-bench $kind: rust $num c $num ratio [0-9]+\.([0-9]{3}|[0-9]{6})$" /tmp/iov-bench.log | tail -n1)
     spread=$(grep -E "^iov-bench-spread $kind: rust min $num p10 $num p90 $num max $num c min $num p10 $num p90 $num max $num$" /tmp/iov-bench.log | tail -n1)
     if [ -n "$line" ] && [ -n "$spread" ]; then
         pass "iov-bench-$kind (wall clock, short form: ${line#iov-bench "$kind": })"
