@@ -299,6 +299,14 @@ proptest! {
             let dev = &run.host.ctrl.namespaces[nsid].data;
             prop_assert!(dev == data, "namespace {} differs from the model", nsid);
         }
+        // Orderly teardown: a completion queue with a submission queue attached cannot go
+        // first, then every queue is deleted and the controller shuts down.
+        let c = run.host.admin(SubmissionEntry::delete_cq(1).map_err(|e| TestCaseError::fail(e.to_string()))?).map_err(TestCaseError::fail)?;
+        prop_assert_ne!(BlkStatus::from_nvme(c.status), BlkStatus::Ok);
+        prop_assert!(c.status.dnr());
+        run.host.delete_io().map_err(TestCaseError::fail)?;
+        prop_assert!(run.host.ctrl.regs.ready());
+        run.host.shutdown(0).map_err(|e| TestCaseError::fail(e.to_string()))?;
     }
 }
 

@@ -297,6 +297,24 @@ impl Host {
         Ok(plan)
     }
 
+    /// Deletes every I/O queue (each submission queue, then its completion queue, as the
+    /// Linux driver's `nvme_delete_io_queues` does) and forgets them.
+    pub fn delete_io(&mut self) -> Result<(), String> {
+        let qids: Vec<u16> = self.queues.iter().skip(1).map(|q| q.qid).collect();
+        for qid in qids.iter().rev() {
+            let c = self.admin(SubmissionEntry::delete_sq(*qid).map_err(|e| e.to_string())?)?;
+            if !c.status.is_success() {
+                return Err(format!("delete sq {qid}: {}", c.status));
+            }
+            let c = self.admin(SubmissionEntry::delete_cq(*qid).map_err(|e| e.to_string())?)?;
+            if !c.status.is_success() {
+                return Err(format!("delete cq {qid}: {}", c.status));
+            }
+        }
+        self.queues.truncate(1);
+        Ok(())
+    }
+
     /// Allocates a data buffer of `len` bytes starting `offset` bytes into its first page, cut
     /// into DMA segments of at most `pages_per_seg` pages each (each segment a separate
     /// allocation, so segments are not bus-contiguous). The segments obey the PRP rules when
