@@ -35,7 +35,7 @@ scripts/setup.sh
 stage "cargo fmt --check" cargo fmt --all -- --check
 stage "cargo clippy -D warnings" cargo clippy --workspace --all-targets -- -D warnings
 stage "no_std build (x86_64-unknown-none)" \
-    cargo build -p bvec -p iov -p bio --target x86_64-unknown-none
+    cargo build -p bvec -p iov -p bio -p nvme --target x86_64-unknown-none
 stage "cargo test (unit, property, doc, fuzz corpus replay)" cargo test --workspace
 stage "cargo doc -D warnings" env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
 stage "bounded fuzz runs" scripts/fuzz.sh "${RNVME_FUZZ_SECONDS:-30}"
