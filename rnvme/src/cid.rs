@@ -218,6 +218,46 @@ impl<const N: usize> CidTable<N> {
         was
     }
 
+    /// Marks every tag idle (after a controller reset, when the kernel side fails or requeues
+    /// every outstanding request); returns how many were in flight. Generations are kept, so
+    /// completions for the cancelled commands stay refused after the tags are reused.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut t = nvme::CidTable::<8>::new(8)?;
+    /// let old = t.start(3)?;
+    /// t.start(6)?;
+    /// assert_eq!(t.in_flight_tags().collect::<Vec<_>>(), [3, 6]);
+    /// assert_eq!(t.cancel_all(), 2);
+    /// assert_eq!((t.in_flight(), t.in_flight_tags().count()), (0, 0));
+    /// t.start(3)?;
+    /// assert!(t.complete(old).is_err());                    // stale after the reset
+    /// # Ok::<(), nvme::CidError>(())
+    /// ```
+    pub fn cancel_all(&mut self) -> usize {
+        let mut n = 0;
+        for e in self.entries.iter_mut().take(self.depth) {
+            if *e & IN_FLIGHT != 0 {
+                *e &= !IN_FLIGHT;
+                n += 1;
+            }
+        }
+        self.in_flight = 0;
+        n
+    }
+
+    /// The tags with a command in flight, in ascending order (for timeouts and reset).
+    pub fn in_flight_tags(&self) -> impl Iterator<Item = u16> + '_ {
+        self.entries
+            .iter()
+            .take(self.depth)
+            .enumerate()
+            .filter(|(_, e)| **e & IN_FLIGHT != 0)
+            // depth <= 4096, so the index fits in u16.
+            .map(|(i, _)| i as u16)
+    }
+
     /// Whether `tag` has a command in flight.
     pub fn is_in_flight(&self, tag: u16) -> bool {
         usize::from(tag) < self.depth
