@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # QEMU test matrix:
-#   1. normal kernel, all guest tests, 2 NVMe controllers, plus iovstack_selftest.ko (our crates
-#      on real pages and the differential test against the kernel's iov_iter)
-#   2. debug kernel (KASAN, lockdep, kmemleak, atomic-sleep), the same tests;
-#      any KASAN/lockdep/kmemleak/WARN report fails the run
+#   1. normal kernel, all guest tests, plus iovstack_selftest.ko (our crates on real pages and
+#      the differential test against the kernel's iov_iter) and the rnvme proof (tests/qemu/
+#      proof.sh): 4 NVMe controllers (run-guest.sh --topology proof), the data-integrity test
+#      (264 MiB fio verify, discard/write zeroes, ext4, unload/reload) and queue/interrupt test
+#      for the C driver and, when scripts/build-module.sh builds rnvme.ko, for rnvme; the fio
+#      comparison; then the host compares the kept images with what the guest wrote (and proves
+#      that comparison fails on a flipped byte)
+#   2. debug kernel (KASAN, lockdep, kmemleak, atomic-sleep, DMA API debugging), the same tests
+#      with a 48 MiB integrity run and no fio comparison; any report fails the run
 #   3. harness self-test: normal kernel + (a) a deliberately failing guest test,
 #      (b) a simulated KASAN report in the kernel log; run-guest.sh must exit 1
 #      for each, otherwise this script fails; (c) iovstack_selftest.ko with inject_fault=1:
-#      the differential test must report the mismatch as a failure (scripts/test-module.sh)
+#      the differential test must report the mismatch as a failure (scripts/test-module.sh);
+#      (d) the integrity test with data overwritten behind fio's back must report errors
 #
 #   scripts/test-qemu.sh [normal] [debug] [selftest]   (default: all three)
 # Env: RNVME_SKIP_SETUP=1 to skip scripts/setup.sh.
@@ -17,6 +23,7 @@ set -euo pipefail
 # Parsed as one block, so editing this file while it runs cannot break the run.
 {
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$RNVME_REPO/tests/qemu/proof.sh"
 export_kernel_pkg_version
 
 jobs=("$@")
@@ -40,15 +47,29 @@ for j in "${jobs[@]}"; do
             stage "job normal"
             "$RNVME_REPO/scripts/build-kernel.sh" normal >/dev/null
             selftest_initramfs_args normal
-            img=$("$q/mkinitramfs.sh" -k normal -o "$RNVME_CACHE/initramfs/test-normal.cpio" "${SELFTEST_ARGS[@]}" "${extra[@]}")
-            if "$q/run-guest.sh" -k normal -i "$img" --nvme 2; then result[$j]=PASS; else result[$j]=FAIL; fi
+            proof_setup normal
+            img=$("$q/mkinitramfs.sh" -k normal -o "$RNVME_CACHE/initramfs/test-normal.cpio" "${SELFTEST_ARGS[@]}" \
+                "${PROOF_INITRAMFS_ARGS[@]}" "${extra[@]}")
+            logf="$RNVME_CACHE/logs/guest-normal-$(date +%Y%m%d-%H%M%S)-$$.log"
+            result[$j]=PASS
+            "$q/run-guest.sh" -k normal -i "$img" "${PROOF_GUEST_ARGS[@]}" -l "$logf" || result[$j]=FAIL
+            proof_host_check "$logf" --self-test || result[$j]=FAIL
+            proof_cleanup
+            proof_summary "$logf"
             ;;
         debug)
             stage "job debug"
             "$RNVME_REPO/scripts/build-kernel.sh" debug >/dev/null
             selftest_initramfs_args debug
-            img=$("$q/mkinitramfs.sh" -k debug -o "$RNVME_CACHE/initramfs/test-debug.cpio" "${SELFTEST_ARGS[@]}" "${extra[@]}")
-            if "$q/run-guest.sh" -k debug -i "$img"; then result[$j]=PASS; else result[$j]=FAIL; fi
+            proof_setup debug
+            img=$("$q/mkinitramfs.sh" -k debug -o "$RNVME_CACHE/initramfs/test-debug.cpio" "${SELFTEST_ARGS[@]}" \
+                "${PROOF_INITRAMFS_ARGS[@]}" "${extra[@]}")
+            logf="$RNVME_CACHE/logs/guest-debug-$(date +%Y%m%d-%H%M%S)-$$.log"
+            result[$j]=PASS
+            "$q/run-guest.sh" -k debug -i "$img" "${PROOF_GUEST_ARGS[@]}" -l "$logf" || result[$j]=FAIL
+            proof_host_check "$logf" || result[$j]=FAIL
+            proof_cleanup
+            proof_summary "$logf"
             ;;
         selftest)
             # Each deliberately broken guest run must make run-guest.sh exit 1.
@@ -67,6 +88,21 @@ for j in "${jobs[@]}"; do
                     result[$j]=FAIL
                 fi
             done
+            # The integrity test must notice data changed behind fio's back (4 KiB overwritten
+            # after fio wrote it and before it is read back from the device after the driver reload).
+            img=$("$q/mkinitramfs.sh" -k normal -o "$RNVME_CACHE/initramfs/test-selftest-integrity.cpio" \
+                --no-default-tests --test "$q/guest-tests/50-integrity-nvme.sh")
+            logf="$RNVME_CACHE/logs/guest-selftest-integrity-$(date +%Y%m%d-%H%M%S)-$$.log"
+            rc=0
+            "$q/run-guest.sh" -k normal -i "$img" --topology proof -t 600 -l "$logf" \
+                --append "rnvme_integrity_mib=24 rnvme_integrity_corrupt=1" || rc=$?
+            if [[ $rc -eq 1 ]] && grep -aqE '^rnvme-integrity: [0-9]+ bytes verified, [1-9][0-9]* errors' "$logf" &&
+                grep -aqE '^FAIL: nvme-fio-verify-after-reload' "$logf"; then
+                log "selftest integrity-corrupt: the overwritten data was reported (verify failure, errors > 0)"
+            else
+                log "selftest integrity-corrupt: run-guest.sh exited $rc; the corruption was not reported as expected"
+                result[$j]=FAIL
+            fi
             if "$RNVME_REPO/scripts/test-module.sh" normal --inject-only; then
                 log "selftest inject_fault: the differential mismatch was reported as a failure"
             else

@@ -180,8 +180,20 @@ nvme_release() {
     echo > "/sys/bus/pci/devices/$_b/driver_override"
 }
 
-# disk_nsid DISK: namespace id from a disk name ending in n<NSID> (nvme0n2 and rnvme0n2 -> 2).
-disk_nsid() { echo "$1" | sed -n 's/.*[0-9]n\([0-9][0-9]*\)$/\1/p'; }
+# disk_nsid DISK: namespace id of a disk: its sysfs `nsid` attribute where the driver has one (the
+# C driver: its disk names count namespaces in scan order, which is not the nsid), else the name's
+# trailing n<NSID> (rnvme<C>n<NSID>).
+disk_nsid() {
+    if [ -r "/sys/block/$1/nsid" ]; then cat "/sys/block/$1/nsid"
+    else echo "$1" | sed -n 's/.*[0-9]n\([0-9][0-9]*\)$/\1/p'; fi
+}
+
+# disk_by_nsid NSID DISK...: the one of DISK... with that namespace id.
+disk_by_nsid() {
+    _n="$1"; shift
+    for _d in "$@"; do [ "$(disk_nsid "$_d")" = "$_n" ] && { echo "$_d"; return 0; }; done
+    return 1
+}
 
 # nvme_disks CTRL: the controller's disks (names), by namespace id. A disk belongs to the
 # controller when its sysfs path runs through the PCI device; a driver whose disks have no parent
