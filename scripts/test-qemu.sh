@@ -8,7 +8,10 @@
 #      comparison; then the host compares the kept images with what the guest wrote (and proves
 #      that comparison fails on a flipped byte)
 #   2. debug kernel (KASAN, lockdep, kmemleak, atomic-sleep, DMA API debugging), the same tests
-#      with a 48 MiB integrity run and no fio comparison; any report fails the run
+#      without the proof; any report fails the run. RNVME_PROOF_DEBUG=1 adds the proof (48 MiB
+#      integrity run, queue test, no fio comparison): not on by default yet, as it has not been
+#      timed on the debug kernel (a normal-kernel integrity run takes 2-3 min; the debug kernel
+#      under TCG is 5-10x slower)
 #   3. harness self-test: normal kernel + (a) a deliberately failing guest test,
 #      (b) a simulated KASAN report in the kernel log; run-guest.sh must exit 1
 #      for each, otherwise this script fails; (c) iovstack_selftest.ko with inject_fault=1:
@@ -16,7 +19,8 @@
 #      (d) the integrity test with data overwritten behind fio's back must report errors
 #
 #   scripts/test-qemu.sh [normal] [debug] [selftest]   (default: all three)
-# Env: RNVME_SKIP_SETUP=1 to skip scripts/setup.sh.
+# Env: RNVME_SKIP_SETUP=1 to skip scripts/setup.sh; RNVME_PROOF_RNVME=1 adds rnvme.ko to the
+# proof (tests/qemu/proof.sh); RNVME_PROOF_DEBUG=1 runs the proof on the debug kernel too.
 # Extra mkinitramfs options (e.g. --add/--test for the rnvme module) can be
 # passed via RNVME_INITRAMFS_ARGS (word-split).
 set -euo pipefail
@@ -61,15 +65,20 @@ for j in "${jobs[@]}"; do
             stage "job debug"
             "$RNVME_REPO/scripts/build-kernel.sh" debug >/dev/null
             selftest_initramfs_args debug
-            proof_setup debug
-            img=$("$q/mkinitramfs.sh" -k debug -o "$RNVME_CACHE/initramfs/test-debug.cpio" "${SELFTEST_ARGS[@]}" \
-                "${PROOF_INITRAMFS_ARGS[@]}" "${extra[@]}")
-            logf="$RNVME_CACHE/logs/guest-debug-$(date +%Y%m%d-%H%M%S)-$$.log"
-            result[$j]=PASS
-            "$q/run-guest.sh" -k debug -i "$img" "${PROOF_GUEST_ARGS[@]}" -l "$logf" || result[$j]=FAIL
-            proof_host_check "$logf" || result[$j]=FAIL
-            proof_cleanup
-            proof_summary "$logf"
+            if [[ "${RNVME_PROOF_DEBUG:-0}" == 1 ]]; then
+                proof_setup debug
+                img=$("$q/mkinitramfs.sh" -k debug -o "$RNVME_CACHE/initramfs/test-debug.cpio" "${SELFTEST_ARGS[@]}" \
+                    "${PROOF_INITRAMFS_ARGS[@]}" "${extra[@]}")
+                logf="$RNVME_CACHE/logs/guest-debug-$(date +%Y%m%d-%H%M%S)-$$.log"
+                result[$j]=PASS
+                "$q/run-guest.sh" -k debug -i "$img" "${PROOF_GUEST_ARGS[@]}" -l "$logf" || result[$j]=FAIL
+                proof_host_check "$logf" || result[$j]=FAIL
+                proof_cleanup
+                proof_summary "$logf"
+            else
+                img=$("$q/mkinitramfs.sh" -k debug -o "$RNVME_CACHE/initramfs/test-debug.cpio" "${SELFTEST_ARGS[@]}" "${extra[@]}")
+                if "$q/run-guest.sh" -k debug -i "$img"; then result[$j]=PASS; else result[$j]=FAIL; fi
+            fi
             ;;
         selftest)
             # Each deliberately broken guest run must make run-guest.sh exit 1.
