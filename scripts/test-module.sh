@@ -6,7 +6,8 @@
 #
 #   1. normal run: tests/qemu/guest-tests/[0-9]*.sh (smoke + differential test) must pass
 #      (--seed/--cases choose the random cases; defaults in rnvme/selftest/params.c; --timeout
-#      raises run-guest.sh's host-side limit for long runs, e.g. --cases 1000000);
+#      raises run-guest.sh's host-side limit and the guest's per-test limit for long runs, e.g.
+#      --cases 1000000);
 #   2. fault-injection run (skipped with --no-inject): the module loaded with inject_fault=1
 #      (tests/qemu/guest-tests/selftest/90-iovstack-inject-fault.sh) must make the run FAIL,
 #      and the console log must show why: a non-zero mismatch count, FAIL lines for both the
@@ -29,8 +30,8 @@ while (($#)); do
         --inject-only) normal_run=0; shift ;;
         --seed) append+=" iovstack_seed=$2"; shift 2 ;;
         --cases) append+=" iovstack_cases=$2"; shift 2 ;;
-        --timeout) timeout_args=(-t "$2"); shift 2 ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        --timeout) timeout_args=(-t "$2"); append+=" rnvme_test_timeout=$2"; shift 2 ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
         *) die "unknown argument '$1'" ;;
     esac
 done
