@@ -27,6 +27,8 @@ pkgs=(
     clang lld llvm libclang-dev
     # guest / QEMU
     qemu-system-x86 busybox-static fio e2fsprogs util-linux
+    # passthrough char devices (rnvme/driver/passthru, guest-tests/50-rnvme-passthru.sh)
+    nvme-cli
     # misc
     curl ca-certificates git
     # benchmark plots (benches/plot_kernel_iov.py)

@@ -30,6 +30,7 @@ mod kpage;
 mod owned_pages;
 
 pub mod block;
+pub mod chardev;
 pub mod dma;
 pub mod error;
 pub mod io;
@@ -39,6 +40,7 @@ pub mod pci;
 pub mod sched;
 pub mod sync;
 pub mod time;
+pub mod user_rq;
 
 pub use kpage::{bio_vec_ptr, KPage};
 pub use owned_pages::{OwnedPages, MAX_ORDER};

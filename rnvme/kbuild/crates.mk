@@ -8,13 +8,13 @@
 # Every crate is compiled from its own tree as a separate crate (Kbuild names a crate after its
 # object file) with `--cfg kbuild`; dependent crates get `--extern name=lib<name>.rmeta`.
 #
-# Provides: rnvme_crate_objs (bvec.o iov.o bio.o kernel_glue.o glue_helpers.o), rnvme_nvme_objs
+# Provides: rnvme_crate_objs (bvec.o iov.o bio.o kernel_glue.o glue_helpers.o glue_passthru.o), rnvme_nvme_objs
 # (nvme.o, the NVMe protocol core of rnvme/src/), the helpers rnvme_rmeta/rnvme_extern, and the
 # bindgen command rnvme_bindgen_cmd for C helper headers. Needs RNVME_REPO.
 
 rnvme_glue := $(RNVME_REPO)/kernel-glue
 
-rnvme_crate_objs := kernel_glue.o glue_helpers.o bvec.o iov.o bio.o
+rnvme_crate_objs := kernel_glue.o glue_helpers.o glue_passthru.o bvec.o iov.o bio.o
 rnvme_nvme_objs := nvme.o
 
 # ---- warnings are errors, for our objects only --------------------------------------------------
@@ -64,7 +64,7 @@ quiet_cmd_glue_bindgen = BINDGEN $@
 rnvme_glue_gen := $(obj)/glue_helpers_generated.rs
 export RNVME_GLUE_HELPERS_RS := $(abspath $(rnvme_glue_gen))
 
-$(rnvme_glue_gen): $(rnvme_glue)/helpers.h FORCE
+$(rnvme_glue_gen): $(rnvme_glue)/helpers.h $(rnvme_glue)/passthru.h FORCE
 	$(call if_changed,glue_bindgen)
 targets += glue_helpers_generated.rs
 
@@ -72,4 +72,8 @@ $(obj)/kernel_glue.o: $(rnvme_glue)/src/lib.rs $(rnvme_glue_gen) $(obj)/bvec.o $
 		$(obj)/bio.o FORCE
 	+$(call if_changed_rule,rustc_o_rs)
 $(obj)/glue_helpers.o: $(rnvme_glue)/helpers.c FORCE
+	+$(call if_changed_rule,cc_o_c)
+# NVMe passthrough helpers (character devices, user requests, io_uring commands); passthru.h is
+# included by helpers.h, so its declarations are generated with the others.
+$(obj)/glue_passthru.o: $(rnvme_glue)/passthru.c FORCE
 	+$(call if_changed_rule,cc_o_c)

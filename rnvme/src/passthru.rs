@@ -189,13 +189,15 @@ const VENDOR_START: u8 = 0x80;
 const FABRICS: u8 = 0x7f;
 
 /// The I/O command effects the permission check uses: the controller's Commands Supported and
-/// Effects log (I/O part) with the known NVM effects added (`nvme_init_known_nvm_effects()`).
-#[derive(Clone, Debug)]
-pub struct IoEffects([u32; 256]);
+/// Effects log (I/O part), read in place, with the known NVM effects added
+/// (`nvme_init_known_nvm_effects()`). A view, so the kernel keeps the 4 KiB log on the heap and
+/// nothing large on its stack.
+#[derive(Clone, Copy, Debug)]
+pub struct IoEffects<'a>(Option<&'a [u8]>);
 
-impl IoEffects {
+impl<'a> IoEffects<'a> {
     /// From a Commands Supported and Effects log page (4096 bytes: 256 admin then 256 I/O
-    /// dwords), or none (`None`: the controller has no such log), plus the known NVM effects.
+    /// dwords), or none (`None`: the controller has no such log); missing bytes read as 0.
     ///
     /// # Examples
     ///
@@ -207,29 +209,23 @@ impl IoEffects {
     /// let mut log = [0u8; 4096];
     /// log[1024 + 8..1024 + 12].copy_from_slice(&EFFECTS_CSUPP.to_le_bytes()); // Read
     /// assert_eq!(IoEffects::from_log(Some(&log)).get(0x02), EFFECTS_CSUPP);
+    /// assert_eq!(IoEffects::from_log(Some(&log[..100])).get(0x02), 0);
     /// ```
-    pub fn from_log(log: Option<&[u8]>) -> Self {
-        let mut e = [0u32; 256];
-        if let Some(log) = log {
-            for (i, d) in e.iter_mut().enumerate() {
-                *d = le32(log, 1024 + 4 * i).unwrap_or(0);
-            }
-        }
-        for op in [0x01usize, 0x08, 0x04] {
-            if let Some(d) = e.get_mut(op) {
-                *d |= EFFECTS_LBCC;
-            }
-        }
-        // An I/O command never freezes the queues (`nvme_command_effects()`).
-        for d in e.iter_mut() {
-            *d &= !EFFECTS_CSE_MASK;
-        }
-        Self(e)
+    pub fn from_log(log: Option<&'a [u8]>) -> Self {
+        Self(log)
     }
 
     /// The effects of I/O opcode `op`.
     pub fn get(&self, op: u8) -> u32 {
-        self.0.get(usize::from(op)).copied().unwrap_or(0)
+        let mut e = self
+            .0
+            .and_then(|l| le32(l, 1024 + 4 * usize::from(op)))
+            .unwrap_or(0);
+        if matches!(op, 0x01 | 0x08 | 0x04) {
+            e |= EFFECTS_LBCC;
+        }
+        // An I/O command never freezes the queues (`nvme_command_effects()`).
+        e & !EFFECTS_CSE_MASK
     }
 }
 
@@ -259,7 +255,7 @@ pub struct Caller {
 /// // A write needs the file open for writing.
 /// assert!(!cmd_allowed(&SubmissionEntry::new(0x01, 1), Some(&fx), user));
 /// ```
-pub fn cmd_allowed(cmd: &SubmissionEntry, io: Option<&IoEffects>, caller: Caller) -> bool {
+pub fn cmd_allowed(cmd: &SubmissionEntry, io: Option<&IoEffects<'_>>, caller: Caller) -> bool {
     let op = cmd.opcode();
     if op >= VENDOR_START || op == FABRICS {
         return caller.sys_admin;

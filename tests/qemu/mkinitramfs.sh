@@ -72,6 +72,10 @@ for tool in mkfs.ext4:/sbin/mkfs.ext4 e2fsck:/sbin/e2fsck blkdiscard:/usr/sbin/b
         die "missing ${tool%%:*} (apt packages e2fsprogs, util-linux; run scripts/setup.sh)"
     copy_with_libs "$src" "${tool#*:}"
 done
+# nvme-cli (apt nvme-cli) for the passthrough tests (guest-tests/50-rnvme-passthru.sh).
+if nvme_bin=$(PATH="$PATH:/sbin:/usr/sbin" command -v nvme); then
+    copy_with_libs "$nvme_bin" /usr/sbin/nvme
+fi
 [[ -f /etc/mke2fs.conf ]] && install -D -m 644 /etc/mke2fs.conf "$root/etc/mke2fs.conf"
 
 # Kernel modules (whole staged tree; it is small with our config).

@@ -62,6 +62,29 @@ impl<const N: usize> Mapping<N> {
         }
     }
 
+    /// As [`Mapping::new`], built directly on the heap (`flags`: allocation context), so a
+    /// large table never sits on the caller's stack (e.g. deep in `queue_rq`).
+    pub fn new_boxed(
+        dev: &pci::Device,
+        dir: Direction,
+        flags: kernel::alloc::Flags,
+    ) -> Result<KBox<Self>> {
+        let mut b = KBox::<Self>::new_uninit(flags)?;
+        let p = b.as_mut_ptr();
+        // SAFETY: `p` is valid, aligned, uninitialised memory for a `Self`; every field is
+        // written once below (the table zeroed first, which is a valid `MappedSegment`:
+        // `addr` 0, `len` 0), so it is initialised before `assume_init`.
+        unsafe {
+            core::ptr::addr_of_mut!((*p).dev).write(dev.clone());
+            core::ptr::addr_of_mut!((*p).dir).write(dir);
+            core::ptr::addr_of_mut!((*p).segs).write_bytes(0, 1);
+            core::ptr::addr_of_mut!((*p).n).write(0);
+        }
+        // INVARIANT: no mapping yet.
+        // SAFETY: all fields initialised above.
+        Ok(unsafe { b.assume_init() })
+    }
+
     /// Maps `seg` (a segment of physically contiguous pages, e.g. a multipage `bio_vec`).
     ///
     /// # Errors

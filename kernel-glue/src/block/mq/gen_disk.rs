@@ -158,6 +158,13 @@ impl<T: Operations> fmt::Debug for GenDisk<T> {
 }
 
 impl<T: Operations> GenDisk<T> {
+    /// A counted reference on the disk, for users that may outlive this value (open
+    /// passthrough files, see [`crate::user_rq`]).
+    pub fn disk_ref(&self) -> crate::user_rq::DiskRef {
+        // SAFETY: the disk is allocated while `self` exists (type invariant).
+        unsafe { crate::user_rq::DiskRef::get(self.disk) }
+    }
+
     /// Allocates a disk on `set` with `limits`, names it, sets its capacity (512-byte sectors)
     /// and adds it under `parent` (its block device appears in `/dev`).
     pub fn new(

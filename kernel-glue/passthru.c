@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * C helpers of kernel-glue for NVMe passthrough (declarations and contracts in passthru.h):
+ * misc character devices with Rust callbacks, user passthrough requests, io_uring commands.
+ */
+#include <linux/blk-mq.h>
+#include <linux/blkdev.h>
+#include <linux/capability.h>
+#include <linux/fs.h>
+#include <linux/io_uring/cmd.h>
+#include <linux/jiffies.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+
+#include "passthru.h"
+
+struct rnvme_chardev {
+	struct miscdevice misc;
+	char name[32];
+	void *data;
+	int (*open)(void *data, void **file_data);
+	void (*release)(void *file_data);
+	long (*ioctl)(void *file_data, unsigned int cmd, unsigned long arg, bool write);
+	int (*uring_cmd)(void *file_data, void *ioucmd, unsigned int cmd_op,
+			 unsigned int issue_flags, bool write);
+};
+
+/* What an open file keeps: the Rust file data and the callbacks (the device may go first). */
+struct rnvme_chardev_file {
+	void *file_data;
+	void (*release)(void *file_data);
+	long (*ioctl)(void *file_data, unsigned int cmd, unsigned long arg, bool write);
+	int (*uring_cmd)(void *file_data, void *ioucmd, unsigned int cmd_op,
+			 unsigned int issue_flags, bool write);
+};
+
+static int rnvme_chardev_open(struct inode *inode, struct file *file)
+{
+	/* misc_open() set private_data to our miscdevice and holds misc_mtx. */
+	struct rnvme_chardev *cd = container_of(file->private_data, struct rnvme_chardev, misc);
+	struct rnvme_chardev_file *f;
+	int ret;
+
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!f)
+		return -ENOMEM;
+	ret = cd->open(cd->data, &f->file_data);
+	if (ret) {
+		kfree(f);
+		return ret;
+	}
+	f->release = cd->release;
+	f->ioctl = cd->ioctl;
+	f->uring_cmd = cd->uring_cmd;
+	file->private_data = f;
+	return 0;
+}
+
+static int rnvme_chardev_release(struct inode *inode, struct file *file)
+{
+	struct rnvme_chardev_file *f = file->private_data;
+
+	f->release(f->file_data);
+	kfree(f);
+	return 0;
+}
+
+static long rnvme_chardev_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct rnvme_chardev_file *f = file->private_data;
+
+	return f->ioctl(f->file_data, cmd, arg, file->f_mode & FMODE_WRITE);
+}
+
+static int rnvme_chardev_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+{
+	struct rnvme_chardev_file *f = ioucmd->file->private_data;
+
+	return f->uring_cmd(f->file_data, ioucmd, ioucmd->cmd_op, issue_flags,
+			    ioucmd->file->f_mode & FMODE_WRITE);
+}
+
+static const struct file_operations rnvme_chardev_fops = {
+	.owner = THIS_MODULE,
+	.open = rnvme_chardev_open,
+	.release = rnvme_chardev_release,
+	.unlocked_ioctl = rnvme_chardev_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.uring_cmd = rnvme_chardev_uring_cmd,
+};
+
+void *rnvme_glue_chardev_register(const char *name, void *data,
+				  int (*open)(void *data, void **file_data),
+				  void (*release)(void *file_data),
+				  long (*ioctl)(void *file_data, unsigned int cmd, unsigned long arg,
+						bool write),
+				  int (*uring_cmd)(void *file_data, void *ioucmd, unsigned int cmd_op,
+						   unsigned int issue_flags, bool write),
+				  int *err)
+{
+	struct rnvme_chardev *cd = kzalloc(sizeof(*cd), GFP_KERNEL);
+
+	if (!cd) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	strscpy(cd->name, name, sizeof(cd->name));
+	cd->data = data;
+	cd->open = open;
+	cd->release = release;
+	cd->ioctl = ioctl;
+	cd->uring_cmd = uring_cmd;
+	cd->misc.minor = MISC_DYNAMIC_MINOR;
+	cd->misc.name = cd->name;
+	cd->misc.fops = &rnvme_chardev_fops;
+	cd->misc.mode = 0600;
+	*err = misc_register(&cd->misc);
+	if (*err) {
+		kfree(cd);
+		return NULL;
+	}
+	return cd;
+}
+
+void rnvme_glue_chardev_unregister(void *p)
+{
+	struct rnvme_chardev *cd = p;
+
+	misc_deregister(&cd->misc);
+	kfree(cd);
+}
+
+bool rnvme_glue_capable_sys_admin(void)
+{
+	return capable(CAP_SYS_ADMIN);
+}
+
+struct request *rnvme_glue_user_rq_alloc(struct gendisk *disk, bool write, bool nowait, int *err)
+{
+	blk_opf_t opf = write ? REQ_OP_DRV_OUT : REQ_OP_DRV_IN;
+	struct request *rq;
+
+	if (nowait)
+		opf |= REQ_NOWAIT;
+	rq = blk_mq_alloc_request(disk->queue, opf, nowait ? BLK_MQ_REQ_NOWAIT : 0);
+	if (IS_ERR(rq)) {
+		*err = PTR_ERR(rq);
+		return NULL;
+	}
+	return rq;
+}
+
+int rnvme_glue_user_rq_map(struct request *rq, u64 ubuf, u32 len)
+{
+	return blk_rq_map_user_io(rq, NULL, u64_to_user_ptr(ubuf), len, GFP_KERNEL, false, 0,
+				  false, rq_data_dir(rq));
+}
+
+int rnvme_glue_user_rq_map_fixed(struct request *rq, void *ioucmd, u64 ubuf, u32 len)
+{
+	struct iov_iter iter;
+	int ret;
+
+	ret = io_uring_cmd_import_fixed(ubuf, len, rq_data_dir(rq), &iter, ioucmd);
+	if (ret < 0)
+		return ret;
+	return blk_rq_map_user_iov(rq->q, rq, NULL, &iter, GFP_KERNEL);
+}
+
+struct bio *rnvme_glue_user_rq_bio(struct request *rq)
+{
+	return rq->bio;
+}
+
+void rnvme_glue_user_rq_set_timeout_ms(struct request *rq, u32 ms)
+{
+	rq->timeout = ms ? msecs_to_jiffies(ms) : 0;
+}
+
+u8 rnvme_glue_user_rq_execute(struct request *rq)
+{
+	return blk_execute_rq(rq, false);
+}
+
+void rnvme_glue_user_rq_finish(struct request *rq, struct bio *bio)
+{
+	if (bio)
+		blk_rq_unmap_user(bio);
+	blk_mq_free_request(rq);
+}
+
+int rnvme_glue_uring_cmd_read(void *p, void *dst, size_t len)
+{
+	struct io_uring_cmd *ioucmd = p;
+
+	/* The payload of a 128-byte SQE is 80 bytes (uring_cmd_pdu_size() in io_uring). */
+	if (len > 80)
+		return -EINVAL;
+	memcpy(dst, io_uring_sqe_cmd(ioucmd->sqe), len);
+	return 0;
+}
+
+void rnvme_glue_uring_cmd_done(void *ioucmd, int value, u64 result, unsigned int issue_flags)
+{
+	io_uring_cmd_done(ioucmd, value, result, issue_flags);
+}
+
+bool rnvme_glue_uring_sqe128(unsigned int issue_flags)
+{
+	return issue_flags & IO_URING_F_SQE128;
+}
+
+bool rnvme_glue_uring_nonblock(unsigned int issue_flags)
+{
+	return issue_flags & IO_URING_F_NONBLOCK;
+}
+
+bool rnvme_glue_uring_fixed(void *p)
+{
+	struct io_uring_cmd *ioucmd = p;
+
+	return ioucmd->flags & IORING_URING_CMD_FIXED;
+}
+
+/* Lives in io_uring_cmd's pdu while the command is in flight. */
+struct rnvme_uring_pdu {
+	struct bio *bio;
+	u64 result;
+	void (*status)(struct request *rq, u8 blk_status, int *value, u64 *result);
+	int value;
+};
+
+static struct rnvme_uring_pdu *rnvme_uring_pdu(struct io_uring_cmd *ioucmd)
+{
+	BUILD_BUG_ON(sizeof(struct rnvme_uring_pdu) > sizeof(ioucmd->pdu));
+	return (struct rnvme_uring_pdu *)ioucmd->pdu;
+}
+
+static void rnvme_uring_task_done(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+{
+	struct rnvme_uring_pdu *pdu = rnvme_uring_pdu(ioucmd);
+
+	if (pdu->bio)
+		blk_rq_unmap_user(pdu->bio);
+	io_uring_cmd_done(ioucmd, pdu->value, pdu->result, issue_flags);
+}
+
+static enum rq_end_io_ret rnvme_uring_end_io(struct request *rq, blk_status_t err)
+{
+	struct io_uring_cmd *ioucmd = rq->end_io_data;
+	struct rnvme_uring_pdu *pdu = rnvme_uring_pdu(ioucmd);
+
+	pdu->status(rq, (u8)err, &pdu->value, &pdu->result);
+	/* Post from the submitter's task (the right ring even when several poll one queue). */
+	io_uring_cmd_do_in_task_lazy(ioucmd, rnvme_uring_task_done);
+	return RQ_END_IO_FREE;
+}
+
+int rnvme_glue_uring_execute(void *p, struct request *rq,
+			     void (*status)(struct request *rq, u8 blk_status, int *value,
+					    u64 *result))
+{
+	struct io_uring_cmd *ioucmd = p;
+	struct rnvme_uring_pdu *pdu = rnvme_uring_pdu(ioucmd);
+
+	pdu->bio = rq->bio;
+	pdu->status = status;
+	pdu->value = 0;
+	pdu->result = 0;
+	rq->end_io_data = ioucmd;
+	rq->end_io = rnvme_uring_end_io;
+	blk_execute_rq_nowait(rq, false);
+	return -EIOCBQUEUED;
+}

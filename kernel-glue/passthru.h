@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * C helpers of kernel-glue for NVMe passthrough: character devices whose file operations call
+ * back into Rust, user passthrough requests (REQ_OP_DRV_IN/OUT) with user or io_uring fixed
+ * buffers, and io_uring command completion. Included by helpers.h, so bindgen generates the Rust
+ * declarations with the other helpers. Pointers to struct io_uring_cmd are passed as void *
+ * (the type is not in the kernel crate's bindings).
+ */
+#ifndef RNVME_KERNEL_GLUE_PASSTHRU_H
+#define RNVME_KERNEL_GLUE_PASSTHRU_H
+
+#include <linux/types.h>
+
+struct bio;
+struct gendisk;
+struct request;
+
+/* ---- character devices (include/linux/miscdevice.h) ----------------------------------------- */
+/*
+ * Registers a misc character device /dev/<name> (dynamic minor, mode 0600) owned by THIS_MODULE.
+ * On open, `open(data, &file_data)` runs under the misc core's lock (so never concurrently with
+ * rnvme_glue_chardev_unregister()) and its file_data is what the other callbacks get; `release`
+ * runs on the last close. `ioctl` returns a value or a negative errno; `uring_cmd` returns
+ * -EIOCBQUEUED or a completion value. `write`: the file was opened for writing. Returns an opaque
+ * handle or NULL with *err set.
+ */
+void *rnvme_glue_chardev_register(const char *name, void *data,
+				  int (*open)(void *data, void **file_data),
+				  void (*release)(void *file_data),
+				  long (*ioctl)(void *file_data, unsigned int cmd, unsigned long arg,
+						bool write),
+				  int (*uring_cmd)(void *file_data, void *ioucmd, unsigned int cmd_op,
+						   unsigned int issue_flags, bool write),
+				  int *err);
+/* misc_deregister() and free: no open() after it returns; open files stay valid. */
+void rnvme_glue_chardev_unregister(void *cd);
+/* capable(CAP_SYS_ADMIN). */
+bool rnvme_glue_capable_sys_admin(void);
+
+/* ---- user passthrough requests (include/linux/blk-mq.h) ------------------------------------- */
+/*
+ * blk_mq_alloc_request() on the disk's queue for REQ_OP_DRV_OUT (write) or REQ_OP_DRV_IN, with
+ * BLK_MQ_REQ_NOWAIT + REQ_NOWAIT when `nowait`. Returns the request or NULL with *err set.
+ */
+struct request *rnvme_glue_user_rq_alloc(struct gendisk *disk, bool write, bool nowait, int *err);
+/* blk_rq_map_user_io() of `len` bytes at user address `ubuf` (pinned, or copied when unaligned). */
+int rnvme_glue_user_rq_map(struct request *rq, u64 ubuf, u32 len);
+/*
+ * io_uring_cmd_import_fixed() of [ubuf, ubuf + len) in the command's registered buffer, then
+ * blk_rq_map_user_iov() of that bvec iterator (no pinning: the ring holds the pages).
+ */
+int rnvme_glue_user_rq_map_fixed(struct request *rq, void *ioucmd, u64 ubuf, u32 len);
+/* rq->bio (to unmap after completion, when rq->bio has been consumed). */
+struct bio *rnvme_glue_user_rq_bio(struct request *rq);
+/* rq->timeout = msecs_to_jiffies(ms) (0: the queue's default). */
+void rnvme_glue_user_rq_set_timeout_ms(struct request *rq, u32 ms);
+/* blk_execute_rq(rq, false): waits for the end; returns its blk_status_t. */
+u8 rnvme_glue_user_rq_execute(struct request *rq);
+/* blk_rq_unmap_user(bio) when bio is not NULL, then blk_mq_free_request(rq). */
+void rnvme_glue_user_rq_finish(struct request *rq, struct bio *bio);
+
+/* ---- io_uring commands (include/linux/io_uring/cmd.h) --------------------------------------- */
+/* Copies the first `len` bytes (at most 80) of the command's SQE payload; -EINVAL if larger. */
+int rnvme_glue_uring_cmd_read(void *ioucmd, void *dst, size_t len);
+/* io_uring_cmd_done(ioucmd, value, result, issue_flags): completes a command issued inline. */
+void rnvme_glue_uring_cmd_done(void *ioucmd, int value, u64 result, unsigned int issue_flags);
+/* issue_flags & IO_URING_F_SQE128 / IO_URING_F_NONBLOCK / IO_URING_F_IOPOLL. */
+bool rnvme_glue_uring_sqe128(unsigned int issue_flags);
+bool rnvme_glue_uring_nonblock(unsigned int issue_flags);
+/* ioucmd->flags & IORING_URING_CMD_FIXED. */
+bool rnvme_glue_uring_fixed(void *ioucmd);
+/*
+ * Issues `rq` (mapped, rq->bio saved) without waiting: when it ends, `status` (called in the
+ * completion context with the request and its blk_status_t) gives the value and result of the
+ * command's CQE; then, in the submitter's task, the bio is unmapped and io_uring_cmd_done()
+ * posts them; the request is freed by the block layer (RQ_END_IO_FREE). Returns -EIOCBQUEUED.
+ */
+int rnvme_glue_uring_execute(void *ioucmd, struct request *rq,
+			     void (*status)(struct request *rq, u8 blk_status, int *value,
+					    u64 *result));
+
+#endif /* RNVME_KERNEL_GLUE_PASSTHRU_H */

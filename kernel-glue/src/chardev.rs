@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Character devices (misc devices with a dynamic minor) whose file operations are a Rust
+//! [`FileOps`] value: `ioctl` and `uring_cmd` (io_uring passthrough commands).
+//!
+//! C header: [`include/linux/miscdevice.h`](srctree/include/linux/miscdevice.h)
+//!
+//! The C side (`kernel-glue/passthru.c`) owns the `struct miscdevice` and the
+//! `file_operations` (owner `THIS_MODULE`, so an open file keeps the module loaded); every open
+//! file holds its own reference on the device's [`FileOps`] value, so files outlive the
+//! registration safely and the value decides what an operation on a removed device does.
+
+use core::{ffi::c_void, fmt, marker::PhantomData, ptr::NonNull};
+
+use kernel::{
+    prelude::*,
+    sync::{Arc, ArcBorrow},
+};
+
+use crate::helpers;
+
+/// `EIOCBQUEUED` of `include/linux/errno.h` (kernel-internal, not in the bindings).
+const EIOCBQUEUED: i32 = 529;
+
+/// Writes a device name into a fixed buffer, keeping the last byte for the NUL.
+struct NameBuf<'a> {
+    buf: &'a mut [u8],
+    pos: usize,
+}
+
+impl fmt::Write for NameBuf<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        for b in s.bytes() {
+            let next = self.pos.checked_add(1).ok_or(fmt::Error)?;
+            if next >= self.buf.len() || b == 0 {
+                return Err(fmt::Error);
+            }
+            *self.buf.get_mut(self.pos).ok_or(fmt::Error)? = b;
+            self.pos = next;
+        }
+        Ok(())
+    }
+}
+
+/// An io_uring passthrough command (`struct io_uring_cmd`) while its `uring_cmd` call runs.
+pub struct UringCmd<'a> {
+    raw: NonNull<c_void>,
+    op: u32,
+    issue_flags: u32,
+    _life: PhantomData<&'a ()>,
+}
+
+impl fmt::Debug for UringCmd<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UringCmd").field("op", &self.op).finish()
+    }
+}
+
+impl UringCmd<'_> {
+    /// The command's `cmd_op` (e.g. `NVME_URING_CMD_IO`).
+    pub fn op(&self) -> u32 {
+        self.op
+    }
+
+    /// Whether the ring uses 128-byte SQEs (`IO_URING_F_SQE128`), which an 80-byte payload
+    /// needs.
+    pub fn sqe128(&self) -> bool {
+        // SAFETY: pure flag test.
+        unsafe { helpers::rnvme_glue_uring_sqe128(self.issue_flags) }
+    }
+
+    /// Whether the caller must not block (`IO_URING_F_NONBLOCK`).
+    pub fn nonblock(&self) -> bool {
+        // SAFETY: pure flag test.
+        unsafe { helpers::rnvme_glue_uring_nonblock(self.issue_flags) }
+    }
+
+    /// Whether the data buffer is in the ring's registered buffer (`IORING_URING_CMD_FIXED`).
+    pub fn fixed(&self) -> bool {
+        // SAFETY: the command is live while `self` is (type invariant of the callback).
+        unsafe { helpers::rnvme_glue_uring_fixed(self.raw.as_ptr()) }
+    }
+
+    /// Copies the first `dst.len()` bytes of the SQE's command payload (read once, so later
+    /// changes by user space are not seen).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for more than the 80 bytes of a 128-byte SQE.
+    pub fn read(&self, dst: &mut [u8]) -> Result {
+        if dst.len() > 80 || !self.sqe128() && dst.len() > 16 {
+            return Err(EINVAL);
+        }
+        // SAFETY: the command is live; `dst` is valid for `dst.len()` bytes; the payload holds
+        // at least that many (16 bytes, 80 with SQE128, checked above).
+        crate::error::to_result(unsafe {
+            helpers::rnvme_glue_uring_cmd_read(
+                self.raw.as_ptr(),
+                dst.as_mut_ptr().cast(),
+                dst.len(),
+            )
+        })
+    }
+
+    /// Completes the command now with `value` and `result` (`io_uring_cmd_done()`), for a
+    /// command the driver executed while `uring_cmd` ran.
+    pub fn done(&self, value: i32, result: u64) -> Issued {
+        // SAFETY: the command is live and completed once: consuming the returned token is the
+        // only way to report it issued.
+        unsafe {
+            helpers::rnvme_glue_uring_cmd_done(self.raw.as_ptr(), value, result, self.issue_flags)
+        };
+        Issued(())
+    }
+
+    /// The raw `struct io_uring_cmd *`.
+    pub(crate) fn raw(&self) -> *mut c_void {
+        self.raw.as_ptr()
+    }
+}
+
+/// Proof that a command was issued and will be completed with `io_uring_cmd_done()`
+/// (`-EIOCBQUEUED` to io_uring); only [`crate::user_rq`] makes one.
+#[derive(Debug)]
+pub struct Issued(pub(crate) ());
+
+/// The operations of a character device; one value per device, shared by its open files.
+pub trait FileOps: Send + Sync + 'static {
+    /// An `ioctl`: `arg` is the raw argument (often a user pointer), `write` whether the file
+    /// was opened for writing. Returns the (non-negative) value of the call.
+    fn ioctl(&self, cmd: u32, arg: usize, write: bool) -> Result<isize>;
+
+    /// An io_uring passthrough command.
+    fn uring_cmd(&self, cmd: &UringCmd<'_>, write: bool) -> Result<Issued>;
+}
+
+/// A registered character device `/dev/<name>`; deregistered on drop (open files keep their
+/// reference on the [`FileOps`] value).
+///
+/// # Invariants
+///
+/// `raw` is a registration from `rnvme_glue_chardev_register` whose `data` is `data`, a pointer
+/// from `Arc::into_raw` this value owns one reference of.
+pub struct CharDev<T: FileOps> {
+    raw: NonNull<c_void>,
+    data: *const T,
+}
+
+// SAFETY: the registration may be dropped from any thread; `T` is `Send + Sync`.
+unsafe impl<T: FileOps> Send for CharDev<T> {}
+// SAFETY: `&CharDev` gives no access.
+unsafe impl<T: FileOps> Sync for CharDev<T> {}
+
+impl<T: FileOps> fmt::Debug for CharDev<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CharDev").field("raw", &self.raw).finish()
+    }
+}
+
+impl<T: FileOps> CharDev<T> {
+    /// Registers `/dev/<name>` (at most 31 bytes) with the operations `ops`.
+    pub fn new(name: fmt::Arguments<'_>, ops: Arc<T>) -> Result<Self> {
+        let mut buf = [0u8; 32];
+        let mut w = NameBuf {
+            buf: &mut buf,
+            pos: 0,
+        };
+        fmt::Write::write_fmt(&mut w, name).map_err(|_| EINVAL)?;
+        let data = ops.into_raw();
+        let mut err = 0i32;
+        // SAFETY: `buf` is NUL-terminated (NameBuf keeps the last byte zero); the callbacks
+        // match the C prototypes; `data` stays valid until the drop, after deregistration.
+        let raw = unsafe {
+            helpers::rnvme_glue_chardev_register(
+                buf.as_ptr().cast(),
+                data.cast_mut().cast(),
+                Some(Self::open_cb),
+                Some(Self::release_cb),
+                Some(Self::ioctl_cb),
+                Some(Self::uring_cmd_cb),
+                &mut err,
+            )
+        };
+        match NonNull::new(raw) {
+            // INVARIANT: registered with `data`, whose reference we keep.
+            Some(raw) => Ok(Self { raw, data }),
+            None => {
+                // SAFETY: from `into_raw` above, not handed out.
+                drop(unsafe { Arc::from_raw(data) });
+                Err(Error::from_errno(err))
+            }
+        }
+    }
+
+    /// `open`: gives the file its own reference on the operations.
+    ///
+    /// # Safety
+    ///
+    /// `data` must be this registration's pointer and `file_data` a valid out pointer.
+    unsafe extern "C" fn open_cb(data: *mut c_void, file_data: *mut *mut c_void) -> i32 {
+        // SAFETY: `data` is the registration's `Arc` pointer; the misc core calls open under
+        // its lock, so the registration (and its reference) is alive.
+        let ops = unsafe { ArcBorrow::<T>::from_raw(data.cast()) };
+        let file: Arc<T> = ops.into();
+        // SAFETY: `file_data` is the C side's out pointer.
+        unsafe { *file_data = file.into_raw().cast_mut().cast() };
+        0
+    }
+
+    /// Last close: drops the file's reference.
+    ///
+    /// # Safety
+    ///
+    /// `file_data` must be a pointer from `open_cb`, released once.
+    unsafe extern "C" fn release_cb(file_data: *mut c_void) {
+        // SAFETY: the reference `open_cb` gave this file, released once on its last close.
+        drop(unsafe { Arc::<T>::from_raw(file_data.cast()) });
+    }
+
+    /// `unlocked_ioctl`.
+    ///
+    /// # Safety
+    ///
+    /// `file_data` must be a pointer from `open_cb` of a file not yet released.
+    unsafe extern "C" fn ioctl_cb(
+        file_data: *mut c_void,
+        cmd: u32,
+        arg: usize,
+        write: bool,
+    ) -> isize {
+        // SAFETY: the open file holds this reference until `release_cb`.
+        let ops = unsafe { &*file_data.cast::<T>() };
+        match ops.ioctl(cmd, arg, write) {
+            Ok(v) => v,
+            Err(e) => e.to_errno() as isize,
+        }
+    }
+
+    /// `uring_cmd`.
+    ///
+    /// # Safety
+    ///
+    /// As for `ioctl_cb`; `ioucmd` must be the live command of this call.
+    unsafe extern "C" fn uring_cmd_cb(
+        file_data: *mut c_void,
+        ioucmd: *mut c_void,
+        cmd_op: u32,
+        issue_flags: u32,
+        write: bool,
+    ) -> i32 {
+        // SAFETY: as in `ioctl_cb`.
+        let ops = unsafe { &*file_data.cast::<T>() };
+        let Some(raw) = NonNull::new(ioucmd) else {
+            return EINVAL.to_errno();
+        };
+        let cmd = UringCmd {
+            raw,
+            op: cmd_op,
+            issue_flags,
+            _life: PhantomData,
+        };
+        match ops.uring_cmd(&cmd, write) {
+            // -EIOCBQUEUED: the command completes later through io_uring_cmd_done().
+            Ok(Issued(())) => -EIOCBQUEUED,
+            Err(e) => e.to_errno(),
+        }
+    }
+}
+
+impl<T: FileOps> Drop for CharDev<T> {
+    fn drop(&mut self) {
+        // SAFETY: registered (type invariant), deregistered once; no open() runs afterwards.
+        unsafe { helpers::rnvme_glue_chardev_unregister(self.raw.as_ptr()) };
+        // SAFETY: the registration's own reference (type invariant), no longer reachable.
+        drop(unsafe { Arc::from_raw(self.data) });
+    }
+}
+
+/// Whether the current task has `CAP_SYS_ADMIN` (`capable()`, which also records its use).
+pub fn capable_sys_admin() -> bool {
+    // SAFETY: no preconditions.
+    unsafe { helpers::rnvme_glue_capable_sys_admin() }
+}

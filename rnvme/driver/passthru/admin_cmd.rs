@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! User admin commands (`NVME_IOCTL_ADMIN_CMD`, `NVME_IOCTL_ADMIN64_CMD`,
+//! `NVME_URING_CMD_ADMIN`) on the admin queue, the counterpart of `nvme_submit_user_cmd()` on
+//! `ctrl->admin_q` in `drivers/nvme/host/ioctl.c`.
+//!
+//! C header: [`include/uapi/linux/nvme_ioctl.h`](srctree/include/uapi/linux/nvme_ioctl.h)
+//!
+//! rnvme's admin queue has no blk-mq tag set (its commands are polled, one at a time), so a user
+//! command's data goes through a bounce buffer in coherent DMA memory: copied from user space
+//! before a write, to user space after a read. User commands are serialized among themselves;
+//! the driver's own admin commands (probe, remove, Abort) are refused with `EBUSY` by the
+//! command id table while one runs, as they are among themselves.
+
+use core::sync::atomic::Ordering;
+
+use kernel::{prelude::*, uaccess::UserSlice};
+use kernel_glue::{
+    dma::{CoherentAllocation, MappedSegment},
+    time::msleep,
+};
+use nvme::{SubmissionEntry, UserCmd};
+
+use super::Inner;
+use crate::{dptr, queue::Done};
+
+/// Largest admin data transfer (the I/O limit: one PRP list page).
+const MAX_ADMIN_DATA: u32 = 2 * 1024 * 1024;
+/// Default admin command timeout (`NVME_ADMIN_TIMEOUT` is 60 s).
+const DEFAULT_TIMEOUT_MS: u32 = 60_000;
+/// How long to wait for the admin queue's single tag while the driver uses it.
+const BUSY_WAIT_MS: u32 = 1_000;
+/// Bytes copied per step between user space and the bounce buffer.
+const CHUNK: usize = 4096;
+
+/// Copies `len` bytes between user memory at `addr` and `buf` (`to_device`: user -> buf).
+fn copy(buf: &CoherentAllocation, addr: u64, len: usize, to_device: bool) -> Result {
+    let mut tmp = KVec::from_elem(0u8, CHUNK.min(len), GFP_KERNEL)?;
+    let user = UserSlice::new(usize::try_from(addr).map_err(|_| EFAULT)?, len);
+    let (mut r, mut w) = user.reader_writer();
+    let mut off = 0usize;
+    while off < len {
+        let n = CHUNK.min(len - off);
+        let t = tmp.get_mut(..n).ok_or(EINVAL)?;
+        if to_device {
+            r.read_slice(t)?;
+            buf.write(off, t)?;
+        } else {
+            buf.read(off, t)?;
+            w.write_slice(t)?;
+        }
+        off += n;
+    }
+    Ok(())
+}
+
+/// Runs user admin command `cmd` (already checked: flags, permission) built as `entry`;
+/// returns the NVMe status (`nvme_req(rq)->status` form, 0 on success) and the result.
+///
+/// # Errors
+///
+/// `EINVAL` (metadata, too long), `EFAULT` (bad user buffer), `ENOMEM`, `EBUSY` (the driver
+/// holds the admin queue), `ETIMEDOUT`.
+pub(super) fn exec(inner: &Inner, cmd: &UserCmd, mut entry: SubmissionEntry) -> Result<(i32, u64)> {
+    let len = if cmd.has_data() { cmd.data_len } else { 0 };
+    // No metadata on the admin queue (`nvme_map_user_request()`: no integrity profile).
+    if len != 0 && cmd.metadata != 0 && cmd.metadata_len != 0 {
+        return Err(EINVAL);
+    }
+    if len > MAX_ADMIN_DATA {
+        return Err(EINVAL);
+    }
+    let io = &inner.io;
+    let len = len as usize;
+    let buf = if len != 0 {
+        let b = CoherentAllocation::new(&io.dev, len.next_multiple_of(CHUNK))?;
+        b.zero();
+        if cmd.is_write() {
+            copy(&b, cmd.addr, len, true)?;
+        }
+        Some(b)
+    } else {
+        None
+    };
+    let mut list = None;
+    if let Some(b) = &buf {
+        let seg = [MappedSegment {
+            addr: b.dma_handle(),
+            len: len as u32,
+        }];
+        let (dp, page) = dptr::build(&seg, &io.pool)?;
+        entry.set_data_pointer(dp);
+        list = page;
+    }
+
+    // One user admin command at a time.
+    while inner.admin_busy.swap(true, Ordering::AcqRel) {
+        msleep(1);
+    }
+    let res = run(inner, entry, cmd.timeout_ms);
+    inner.admin_busy.store(false, Ordering::Release);
+    let (status, result) = match res {
+        Ok(r) => r,
+        Err(e) => {
+            if e == kernel_glue::error::etimedout() {
+                // The device may still write the buffer: never free it.
+                core::mem::forget(buf);
+                core::mem::forget(list);
+            }
+            return Err(e);
+        }
+    };
+    if let Some(b) = &buf {
+        if !cmd.is_write() {
+            copy(b, cmd.addr, len, false)?;
+        }
+    }
+    Ok((i32::from(status), result))
+}
+
+/// Submits `entry` on the admin queue's tag and polls for its completion (bounded).
+fn run(inner: &Inner, mut entry: SubmissionEntry, timeout_ms: u32) -> Result<(u16, u64)> {
+    let q = inner.io.admin.queue();
+    let mut waited = 0u32;
+    while q.submit(0, &mut entry, true).is_err() {
+        if waited >= BUSY_WAIT_MS {
+            return Err(EBUSY);
+        }
+        msleep(1);
+        waited += 1;
+    }
+    let limit = if timeout_ms == 0 {
+        DEFAULT_TIMEOUT_MS
+    } else {
+        timeout_ms
+    };
+    let mut waited = 0u32;
+    loop {
+        let mut done = [Done::EMPTY; 1];
+        if q.drain(&mut done) == 1 {
+            let [d] = done;
+            return Ok((d.status.code(), d.result));
+        }
+        if waited >= limit {
+            // Forget the command; a late completion is dropped as not in flight.
+            q.cancel(0);
+            return Err(kernel_glue::error::etimedout());
+        }
+        msleep(1);
+        waited += 1;
+    }
+}

@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! NVMe generic character devices with the C driver's ABI: a controller device
+//! `/dev/rnvme<C>` and one per namespace `/dev/rng<C>n<N>` (names apart from the C driver's
+//! `nvme*`/`ng*`), with the passthrough ioctls and io_uring commands of
+//! `drivers/nvme/host/ioctl.c` (`nvme_dev_ioctl()`, `nvme_ns_chr_ioctl()`,
+//! `nvme_ns_chr_uring_cmd()`).
+//!
+//! C header: [`include/uapi/linux/nvme_ioctl.h`](srctree/include/uapi/linux/nvme_ioctl.h)
+//!
+//! Every user value is untrusted: the command is copied once from user space and decoded by
+//! `nvme::UserCmd`, permissions follow `nvme::cmd_allowed` (the C driver's
+//! `nvme_cmd_allowed()`), and data buffers are reached only through the block layer's user
+//! mapping (I/O) or checked copies (admin). Open files keep the devices' state; once the
+//! controller is removed every call fails with `ENODEV`.
+
+mod admin_cmd;
+mod gate;
+mod io_cmd;
+
+pub(crate) use io_cmd::{is_user_op, prepare, RqPassthru};
+
+use core::sync::atomic::AtomicBool;
+
+use kernel::{prelude::*, sync::Arc, uaccess::UserSlice};
+use kernel_glue::{
+    block::mq::GenDisk,
+    chardev::{capable_sys_admin, CharDev, FileOps, Issued, UringCmd},
+    user_rq::DiskRef,
+};
+use nvme::{
+    cmd_allowed, Caller, IoEffects, SubmissionEntry, UserCmd, IOCTL_ADMIN64_CMD, IOCTL_ADMIN_CMD,
+    IOCTL_ID, IOCTL_IO64_CMD, IOCTL_IO_CMD, PASSTHRU_CMD64_SIZE, PASSTHRU_CMD_SIZE,
+    RESULT64_OFFSET, RESULT_OFFSET, URING_CMD_ADMIN, URING_CMD_IO, URING_CMD_SIZE,
+};
+
+use crate::io::{IoData, IoOps};
+use gate::Gate;
+
+/// `NVME_IOCTL_RESET`, `NVME_IOCTL_SUBSYS_RESET`, `NVME_IOCTL_RESCAN`: privileged, not
+/// supported by rnvme.
+const IOCTL_PRIVILEGED: [u32; 3] = [0x4e44, 0x4e45, 0x4e46];
+
+/// `EOPNOTSUPP` (not among the kernel crate's error constants).
+fn eopnotsupp() -> Error {
+    Error::from_errno(-95)
+}
+
+/// A namespace as its character device sees it.
+pub(crate) struct NsInfo {
+    /// Namespace id.
+    nsid: u32,
+    /// The namespace's disk (its queue carries the I/O commands).
+    disk: DiskRef,
+}
+
+/// What the character devices of one controller use while it is bound.
+pub(crate) struct Inner {
+    /// I/O queues, admin queue, DMA pool, device.
+    io: Arc<IoData>,
+    /// The Commands Supported and Effects log, if the controller has one (permission checks).
+    effects_log: Option<KVec<u8>>,
+    /// The namespaces with a disk.
+    ns: KVec<NsInfo>,
+    /// A user admin command is running.
+    admin_busy: AtomicBool,
+}
+
+/// The state of one controller's character devices, shared with their open files.
+pub(crate) struct Shared {
+    gate: Gate<Inner>,
+}
+
+/// The operations of one character device: the controller's (`ns` is `None`) or a
+/// namespace's (index into `Inner::ns`).
+pub(crate) struct DevFile {
+    shared: Arc<Shared>,
+    ns: Option<usize>,
+}
+
+/// The character devices of a controller; removing them closes the gate (waiting for calls in
+/// progress), so nothing of the controller is used afterwards.
+pub(crate) struct Devices {
+    shared: Arc<Shared>,
+    _ctrl: CharDev<DevFile>,
+    _ns: KVec<CharDev<DevFile>>,
+}
+
+impl Drop for Devices {
+    fn drop(&mut self) {
+        self.shared.gate.close();
+    }
+}
+
+/// Reads the Commands Supported and Effects log (none if the controller refuses it).
+fn read_effects(io: &IoData) -> Option<KVec<u8>> {
+    io.admin
+        .exec_read_page(&io.dev, |d| {
+            let mut e = SubmissionEntry::new(nvme::opcode::GET_LOG_PAGE, 0);
+            // NUMDL = 4096 / 4 - 1, log identifier; command set NVM (CSI 0).
+            e.set_cdw(10, (1023 << 16) | u32::from(nvme::LOG_CMD_EFFECTS));
+            e.set_data_pointer(d);
+            e
+        })
+        .ok()
+}
+
+impl Devices {
+    /// Creates `/dev/rnvme<instance>` and `/dev/rng<instance>n<nsid>` for each disk. (Not
+    /// inlined: probe's stack frame is already large.)
+    #[inline(never)]
+    pub(crate) fn new(instance: u32, io: &Arc<IoData>, disks: &[GenDisk<IoOps>]) -> Result<Self> {
+        let mut ns = KVec::new();
+        for d in disks {
+            ns.push(
+                NsInfo {
+                    nsid: d.queue_data().nsid,
+                    disk: d.disk_ref(),
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        let nsids: KVec<u32> = {
+            let mut v = KVec::new();
+            for n in ns.iter() {
+                v.push(n.nsid, GFP_KERNEL)?;
+            }
+            v
+        };
+        let inner = Arc::new(
+            Inner {
+                io: io.clone(),
+                effects_log: read_effects(io),
+                ns,
+                admin_busy: AtomicBool::new(false),
+            },
+            GFP_KERNEL,
+        )?;
+        let shared = Arc::new(
+            Shared {
+                gate: Gate::new(inner)?,
+            },
+            GFP_KERNEL,
+        )?;
+        let ctrl = CharDev::new(
+            format_args!("rnvme{}", instance),
+            Arc::new(
+                DevFile {
+                    shared: shared.clone(),
+                    ns: None,
+                },
+                GFP_KERNEL,
+            )?,
+        )?;
+        let mut devs = KVec::new();
+        for (i, nsid) in nsids.iter().enumerate() {
+            devs.push(
+                CharDev::new(
+                    format_args!("rng{}n{}", instance, nsid),
+                    Arc::new(
+                        DevFile {
+                            shared: shared.clone(),
+                            ns: Some(i),
+                        },
+                        GFP_KERNEL,
+                    )?,
+                )?,
+                GFP_KERNEL,
+            )?;
+        }
+        Ok(Self {
+            shared,
+            _ctrl: ctrl,
+            _ns: devs,
+        })
+    }
+}
+
+/// Which queue a decoded command goes to.
+enum Target<'a> {
+    Admin,
+    Io(&'a NsInfo),
+}
+
+impl DevFile {
+    /// The namespace of this device, if it is a namespace device.
+    fn ns<'a>(&self, inner: &'a Inner) -> Result<Option<&'a NsInfo>> {
+        match self.ns {
+            None => Ok(None),
+            Some(i) => inner.ns.get(i).map(Some).ok_or(ENODEV),
+        }
+    }
+
+    /// Checks `cmd` for `target` and builds its command (`nvme_user_cmd()` checks).
+    fn check(
+        &self,
+        inner: &Inner,
+        cmd: &UserCmd,
+        target: &Target<'_>,
+        write: bool,
+    ) -> Result<SubmissionEntry> {
+        // I/O commands must name the namespace; admin commands are not checked, even on a
+        // namespace device (`nvme_ctrl_ioctl()` passes no namespace).
+        let check_nsid = match target {
+            Target::Io(n) => Some(n.nsid),
+            Target::Admin => None,
+        };
+        let entry = cmd.to_entry(check_nsid).map_err(|_| EINVAL)?;
+        let caller = Caller {
+            sys_admin: capable_sys_admin(),
+            open_for_write: write,
+        };
+        let fx = IoEffects::from_log(inner.effects_log.as_deref());
+        let fx = match target {
+            Target::Admin => None,
+            Target::Io(_) => Some(&fx),
+        };
+        // `capable()` is only asked when the rules need it in C; asking it first is
+        // equivalent (it only records the capability's use).
+        if !cmd_allowed(&entry, fx, caller) {
+            return Err(EACCES);
+        }
+        Ok(entry)
+    }
+
+    /// `NVME_IOCTL_(ADMIN|IO)(64)_CMD`: reads the command at `arg`, runs it, writes the result
+    /// back; returns the NVMe status.
+    fn user_cmd(&self, arg: usize, admin: bool, wide: bool, write: bool) -> Result<isize> {
+        let inner = self.shared.gate.enter()?;
+        let size = if wide {
+            PASSTHRU_CMD64_SIZE
+        } else {
+            PASSTHRU_CMD_SIZE
+        };
+        let mut b = [0u8; PASSTHRU_CMD64_SIZE];
+        let raw = b.get_mut(..size).ok_or(EINVAL)?;
+        UserSlice::new(arg, size).reader().read_slice(raw)?;
+        let cmd = UserCmd::parse(raw).ok_or(EINVAL)?;
+        let target = if admin {
+            Target::Admin
+        } else {
+            match self.ns(&inner)? {
+                Some(n) => Target::Io(n),
+                // The controller device sends I/O to its only namespace
+                // (`nvme_dev_user_cmd()`).
+                None => match inner.ns.as_slice() {
+                    [] => return Err(ENOTTY),
+                    [n] => Target::Io(n),
+                    _ => return Err(EINVAL),
+                },
+            }
+        };
+        let entry = self.check(&inner, &cmd, &target, write)?;
+        let (status, result) = match target {
+            Target::Admin => admin_cmd::exec(&inner, &cmd, entry)?,
+            Target::Io(n) => io_cmd::exec(n, &cmd, &entry)?,
+        };
+        if status >= 0 {
+            let (off, bytes): (usize, KVec<u8>) = if wide {
+                (RESULT64_OFFSET, slice_vec(&result.to_le_bytes())?)
+            } else {
+                (RESULT_OFFSET, slice_vec(&(result as u32).to_le_bytes())?)
+            };
+            UserSlice::new(arg.checked_add(off).ok_or(EFAULT)?, bytes.len())
+                .writer()
+                .write_slice(&bytes)?;
+        }
+        Ok(status as isize)
+    }
+}
+
+/// `s` as a vector (the result bytes to write back).
+fn slice_vec(s: &[u8]) -> Result<KVec<u8>> {
+    let mut v = KVec::new();
+    v.extend_from_slice(s, GFP_KERNEL)?;
+    Ok(v)
+}
+
+impl FileOps for DevFile {
+    fn ioctl(&self, cmd: u32, arg: usize, write: bool) -> Result<isize> {
+        match (cmd, self.ns) {
+            (IOCTL_ADMIN_CMD, _) => self.user_cmd(arg, true, false, write),
+            (IOCTL_ADMIN64_CMD, _) => self.user_cmd(arg, true, true, write),
+            (IOCTL_IO_CMD, _) => self.user_cmd(arg, false, false, write),
+            (IOCTL_IO64_CMD, Some(_)) => self.user_cmd(arg, false, true, write),
+            (IOCTL_ID, Some(_)) => {
+                let inner = self.shared.gate.enter()?;
+                Ok(self.ns(&inner)?.map_or(0, |n| n.nsid as isize))
+            }
+            (c, None) if IOCTL_PRIVILEGED.contains(&c) => {
+                if capable_sys_admin() {
+                    Err(eopnotsupp())
+                } else {
+                    Err(EACCES)
+                }
+            }
+            _ => Err(ENOTTY),
+        }
+    }
+
+    fn uring_cmd(&self, u: &UringCmd<'_>, write: bool) -> Result<Issued> {
+        // The 72-byte command needs 128-byte SQEs (`nvme_ns_uring_cmd()`).
+        if !u.sqe128() {
+            return Err(eopnotsupp());
+        }
+        let admin = match (u.op(), self.ns) {
+            (URING_CMD_IO, Some(_)) => false,
+            (URING_CMD_ADMIN, _) => true,
+            _ => return Err(ENOTTY),
+        };
+        // Admin commands are polled synchronously: run them where blocking is allowed.
+        if admin && u.nonblock() {
+            return Err(EAGAIN);
+        }
+        let inner = self.shared.gate.enter()?;
+        let mut b = [0u8; URING_CMD_SIZE];
+        u.read(&mut b)?;
+        let cmd = UserCmd::parse(&b).ok_or(EINVAL)?;
+        if admin {
+            let entry = self.check(&inner, &cmd, &Target::Admin, write)?;
+            // Fixed buffers are for I/O commands here; admin data is always copied.
+            let (status, result) = admin_cmd::exec(&inner, &cmd, entry)?;
+            return Ok(u.done(status, result));
+        }
+        let ns = self.ns(&inner)?.ok_or(ENOTTY)?;
+        let entry = self.check(&inner, &cmd, &Target::Io(ns), write)?;
+        io_cmd::issue(ns, &cmd, &entry, u)
+    }
+}
