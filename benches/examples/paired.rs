@@ -10,14 +10,14 @@
 //! 256 MiB; a multiple of 64). On a shared machine a 256 MiB run (4-8 ms) is often preempted,
 //! so every timed run also reads this thread's context-switch count (`/proc/thread-self/schedstat`,
 //! third field) before and after: a round counts only if neither of its two runs was switched
-//! out, and is retried otherwise (up to [`ATTEMPTS`] times; then the last attempt is kept and the
-//! round counted as `dirty`). Smaller
+//! out, and is retried otherwise (up to [`ATTEMPTS`] times; then the round is counted as `dirty`,
+//! written to the CSV and left out of the statistics). Smaller
 //! `PAIRED_PAGES` (16,384 = 64 MiB, about 1 ms) make clean rounds likelier under load.
 //!
 //! Columns: `median` and `ceil med` the median run and ceiling times, `ratio` the median
 //! per-round ratio, `p10`/`p90` the 10th and 90th percentiles of the per-round ratios,
 //! `min/min` the best run time over the best ceiling time, `retry` the preempted attempts
-//! discarded, `dirty` the rounds kept although preempted, `load` the 1-minute load average (`/proc/loadavg`) read before and after every
+//! discarded, `dirty` the rounds left out because every attempt was preempted, `load` the 1-minute load average (`/proc/loadavg`) read before and after every
 //! round, as min-max over the rounds. With `PAIRED_CSV=path`, every round is also written there
 //! (geometry, round, ceiling ns, geometry ns, load before, load after, attempts, clean).
 use std::fmt::Write as _;
@@ -224,11 +224,16 @@ fn main() {
                 round(run, ceil, i % 2 == 0, &mut mem, &t, scratch.as_mut_slice());
             let after = load();
             retries += attempts - 1;
-            dirty += usize::from(!clean);
-            a.push(x);
-            b.push(c);
-            r.push(x / c);
             loads.extend([before, after]);
+            if !clean {
+                // Kept in the CSV, left out of the statistics: a switched-out run measures
+                // the neighbours.
+                dirty += 1;
+            } else {
+                a.push(x);
+                b.push(c);
+                r.push(x / c);
+            }
             let _ = writeln!(
                 csv,
                 "{name},{i},{c:.0},{x:.0},{before},{after},{attempts},{clean}"

@@ -104,8 +104,8 @@ fn iterate_addr<V: AddrSeg, P, S: Step<P> + ?Sized>(
     let mut skip = *off;
     while let Some(seg) = table.get(i) {
         let seg_len = seg.len();
-        // `skip <= seg_len` (the position invariant), so this does not wrap; see `iterate_bvec`.
-        let part = min(len, seg_len.wrapping_sub(skip));
+        // Saturating although `skip <= seg_len` (the position invariant): see `iterate_bvec`.
+        let part = min(len, seg_len.saturating_sub(skip));
         if part != 0 {
             let remain = min(
                 V::call(step, seg.base().wrapping_add(skip), total - len, part),
@@ -146,10 +146,11 @@ fn iterate_bvec<P: Page, S: Step<P> + ?Sized>(
         let bv_len = bv.len() as usize;
         let offset = bv.offset() as usize + skip;
         let in_page = offset & PAGE_MASK;
-        // `skip < bv_len` (the position invariant), so this does not wrap; if a state were
-        // inconsistent it would only make `part` larger than the segment's rest, which the
-        // memory's own range checks bound, never an out-of-bounds access here.
-        let part = min(min(len, bv_len.wrapping_sub(skip)), PAGE_SIZE - in_page);
+        // `skip < bv_len` (the position invariant), so a plain subtraction would do; saturating
+        // (2 instructions per page) keeps an inconsistent state from reaching memory outside
+        // the segment (a kvec's kernel addresses, a page past the bvec), defence in depth for
+        // the unsafe memory implementations.
+        let part = min(min(len, bv_len.saturating_sub(skip)), PAGE_SIZE - in_page);
         let remain = min(
             step.page(
                 bv.page().nth(offset >> PAGE_SHIFT),
