@@ -271,6 +271,11 @@ struct request *rnvme_glue_blk_mq_rq_from_pdu(void *pdu)
 	return blk_mq_rq_from_pdu(pdu);
 }
 
+bool rnvme_glue_blk_should_fake_timeout(struct request *rq)
+{
+	return blk_should_fake_timeout(rq->q);
+}
+
 struct request *rnvme_glue_blk_mq_tag_to_rq(struct blk_mq_tags *tags, unsigned int tag)
 {
 	return blk_mq_tag_to_rq(tags, tag);

@@ -100,6 +100,8 @@ void rnvme_glue_dma_pool_free(struct dma_pool *pool, void *vaddr, u64 handle);
 /* blk_mq_rq_to_pdu() / blk_mq_rq_from_pdu(). */
 void *rnvme_glue_blk_mq_rq_to_pdu(struct request *rq);
 struct request *rnvme_glue_blk_mq_rq_from_pdu(void *pdu);
+/* blk_should_fake_timeout(): fault injection (fail_io_timeout) asks to drop this completion. */
+bool rnvme_glue_blk_should_fake_timeout(struct request *rq);
 /* blk_mq_tag_to_rq(): NULL when `tag` is out of range or has no request. */
 struct request *rnvme_glue_blk_mq_tag_to_rq(struct blk_mq_tags *tags, unsigned int tag);
 /*
@@ -115,9 +117,6 @@ void rnvme_glue_spin_lock_init(spinlock_t *lock);
 unsigned long rnvme_glue_spin_lock_irqsave(spinlock_t *lock);
 /* spin_unlock_irqrestore(). */
 void rnvme_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
-
-/* NVMe passthrough: character devices, user requests, io_uring commands. */
-#include "passthru.h"
 
 /* num_online_cpus(). */
 unsigned int rnvme_glue_num_online_cpus(void);

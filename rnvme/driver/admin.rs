@@ -4,9 +4,9 @@
 //!
 //! C header: [`include/linux/nvme.h`](srctree/include/linux/nvme.h)
 //!
-//! Admin commands are only issued while probing and removing (never from the I/O path), one
-//! at a time: a command uses tag 0 and a second concurrent caller gets `EBUSY` from the
-//! command id table. The admin completion queue's interrupt is not used.
+//! Admin commands are issued while probing and removing, and by the timeout handler (Abort),
+//! always from process context and one at a time: a command uses tag 0 and a concurrent caller
+//! gets `EBUSY` from the command id table. The admin completion queue's interrupt is not used.
 
 use kernel::{prelude::*, sync::Arc};
 use kernel_glue::{dma::CoherentAllocation, pci, time::msleep};

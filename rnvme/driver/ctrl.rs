@@ -18,7 +18,7 @@ use kernel_glue::{
     time::{msleep, num_online_cpus},
 };
 use nvme::{
-    active_namespaces, AdminQueue, Cap, Cns, Doorbells, Enable, IdentifyController,
+    active_namespaces, AdminQueue, Cap, Cns, Disable, Doorbells, Enable, IdentifyController,
     IdentifyNamespace, Poll, QueueGrant, QueuePlan, ShutdownSeq, SubmissionEntry, REG_CAP,
 };
 
@@ -93,15 +93,19 @@ pub(crate) struct Controller {
     disks: KVec<GenDisk<IoOps>>,
     /// I/O queue interrupt handlers (hold the tag set).
     irqs: KVec<irq::Registration<QueueIrq>>,
+    /// Interrupt vectors, freed once no handler is registered.
+    _vectors: Vectors,
+    /// Bus mastering and the enabled device: turned off before any memory the controller could
+    /// write (queues, PRP pages) is freed, as `nvme_remove()` disables the device first.
+    _master: BusMaster,
     /// The I/O tag set.
     set: Arc<TagSet<IoOps>>,
     /// I/O queues, pool, device (also inside the tag set).
     io: Arc<IoData>,
-    admin: Admin,
     rtd3e: u32,
-    _vectors: Vectors,
+    /// Whether there are poll queues (the disks then support polled I/O).
+    poll: bool,
     bar: Arc<Bar>,
-    _master: BusMaster,
     dev: pci::Device,
     instance: Instance,
 }
@@ -146,11 +150,15 @@ impl Controller {
         } else {
             params.io_queues.min(cpus)
         };
-        let res = admin.exec(SubmissionEntry::set_num_queues(wanted).map_err(|_| EINVAL)?)?;
+        let wanted_poll = u16::try_from(params.poll_queues.min(64)).unwrap_or(0);
+        let request = QueuePlan::request(wanted, wanted_poll);
+        let res = admin.exec(SubmissionEntry::set_num_queues(request).map_err(|_| EINVAL)?)?;
         let grant = QueueGrant::from_result(res as u32);
+        // Interrupt vectors: the admin queue's plus one per interrupt-driven I/O queue (poll
+        // queues need none).
         let vectors = Vectors::new(dev, 1, wanted.min(u32::from(grant.pairs())).max(1) + 1, 1)?;
         let io_vectors = vectors.count().saturating_sub(1).max(1);
-        let plan = QueuePlan::new(wanted, 0, grant, io_vectors).map_err(|_| EINVAL)?;
+        let plan = QueuePlan::new(wanted, wanted_poll, grant, io_vectors).map_err(|_| EINVAL)?;
         let depth = (params.queue_depth.clamp(2, crate::queue::MAX_DEPTH as u32))
             .min(cap.max_queue_entries());
         let msix_spread = vectors.is_msix() && vectors.count() > 1;
@@ -174,6 +182,19 @@ impl Controller {
             )?;
             queues.push(q, GFP_KERNEL)?;
         }
+        // Poll queues: after the interrupt-driven ones (hardware queue index = queue id - 1),
+        // completion queues created without interrupts.
+        for j in 0..plan.poll {
+            let qid = plan.default + 1 + j;
+            let q = Queue::new(dev, &bar, &dbs, qid, depth)?;
+            admin.exec(
+                SubmissionEntry::create_cq(qid, depth, q.cq_addr(), None).map_err(|_| EINVAL)?,
+            )?;
+            admin.exec(
+                SubmissionEntry::create_sq(qid, depth, q.sq_addr(), qid).map_err(|_| EINVAL)?,
+            )?;
+            queues.push(q, GFP_KERNEL)?;
+        }
 
         let pool = DmaPool::new(dev, c_str!("rnvme-prp"), 4096, 4096, 0)?;
         let io = Arc::new(
@@ -183,6 +204,9 @@ impl Controller {
                 dev: dev.clone(),
                 bar: bar.clone(),
                 dead: AtomicBool::new(false),
+                admin,
+                sgls: idc.supports_sgls(),
+                sgl_threshold: params.sgl_threshold,
             },
             GFP_KERNEL,
         )?;
@@ -197,7 +221,7 @@ impl Controller {
         let set = TagSet::<IoOps>::new(
             io.clone(),
             u32::from(plan.default),
-            0,
+            u32::from(plan.poll),
             depth - 1,
             IO_TIMEOUT_MS,
             map,
@@ -226,10 +250,11 @@ impl Controller {
         }
 
         pr_info!(
-            "{}: rnvme{}: {} I/O queues of depth {} ({} vectors{}), mdts {}, {} namespaces\n",
+            "{}: rnvme{}: {} I/O + {} poll queues of depth {} ({} vectors{}), mdts {}, {} namespaces\n",
             dev.name(),
             instance.0,
             plan.default,
+            plan.poll,
             depth,
             vectors.count(),
             if vectors.is_msix() { ", MSI-X" } else { "" },
@@ -243,8 +268,8 @@ impl Controller {
                 irqs,
                 set,
                 io,
-                admin,
                 rtd3e: idc.rtd3e(),
+                poll: plan.poll > 0,
                 _vectors: vectors,
                 bar,
                 _master: master,
@@ -264,11 +289,11 @@ impl Controller {
 
     /// Identifies the active namespaces and adds one disk for each.
     fn add_disks(&mut self, idc: &IdentifyController, cap: Cap) -> Result {
-        let list = identify(&self.admin, &self.dev, Cns::ActiveNamespaces, 0)?;
+        let list = identify(&self.io.admin, &self.dev, Cns::ActiveNamespaces, 0)?;
         let mut nsids = KVec::from_elem(0u32, nvme::NS_LIST_ENTRIES, GFP_KERNEL)?;
         let n = active_namespaces(&list, idc.nn(), nsids.as_mut_slice()).map_err(|_| EIO)?;
         for &nsid in nsids.as_slice().iter().take(n) {
-            let id = match identify(&self.admin, &self.dev, Cns::Namespace, nsid)
+            let id = match identify(&self.io.admin, &self.dev, Cns::Namespace, nsid)
                 .and_then(|b| IdentifyNamespace::parse(&b).map_err(|_| EIO))
             {
                 Ok(id) => id,
@@ -296,6 +321,9 @@ impl Controller {
                 .dma_alignment(l.dma_alignment());
             if idc.volatile_write_cache() {
                 lim = lim.write_cache(true);
+            }
+            if self.poll {
+                lim = lim.poll();
             }
             if idc.supports_dsm() {
                 lim = lim.discard(u32::MAX, nvme::DSM_MAX_RANGES as u16, bs);
@@ -344,7 +372,7 @@ impl Controller {
                     SubmissionEntry::delete_cq(qid),
                 ];
                 for cmd in cmds.into_iter().flatten() {
-                    if let Err(e) = self.admin.exec(cmd) {
+                    if let Err(e) = self.io.admin.exec(cmd) {
                         pr_warn!(
                             "rnvme{}: deleting queue {}: {:?}\n",
                             self.instance.0,
@@ -362,6 +390,13 @@ impl Controller {
             if let Err(e) = run_sm(|now| sd.poll(&regs, now)) {
                 pr_warn!("rnvme{}: shutdown: {}\n", self.instance.0, e);
             }
+        }
+        // Then disabled (CC.EN = 0, bounded by CAP.TO): the controller forgets its queues, so
+        // nothing it does can reach the queue memory freed after this.
+        let regs = BarRegs(&self.bar);
+        let mut d = Disable::new();
+        if let Err(e) = run_sm(|now| d.poll(&regs, now)) {
+            pr_warn!("rnvme{}: disable: {}\n", self.instance.0, e);
         }
     }
 

@@ -12,10 +12,15 @@
 //! (`nvme_setup_prp_simple()`), with more PRP2 is the bus address of a PRP list page from the
 //! driver's DMA pool. The queue limits (max_hw_sectors <= 2 MiB, virt boundary 4 KiB) keep a
 //! list within one 512-entry page, so lists are never chained here.
+//!
+//! With a controller that supports SGLs and requests whose average segment is large
+//! (`nvme_pci_use_sgls()`, `nvme::SglPolicy`), [`build_sgl`] describes the segments instead: one
+//! inline Data Block descriptor, or a Last Segment descriptor pointing at a pool page of Data
+//! Block descriptors (`nvme_pci_setup_sgls()`); SGLs have no alignment rules.
 
 use kernel::{prelude::*, sync::Arc};
 use kernel_glue::dma::{DmaPool, MappedSegment, PoolBlock};
-use nvme::{DataPointer, NVME_CTRL_PAGE_SIZE};
+use nvme::{DataPointer, SglDescriptor, NVME_CTRL_PAGE_SIZE};
 
 /// Controller page mask.
 const PAGE_MASK: u64 = NVME_CTRL_PAGE_SIZE as u64 - 1;
@@ -96,5 +101,31 @@ pub(crate) fn build(
         }
         // More than one list page: the queue limits never allow it.
         _ => Err(EINVAL),
+    }
+}
+
+/// Builds the SGL of `segs`; a descriptor list page, if needed, comes from `pool` and is
+/// returned (it must stay allocated until the command completes).
+pub(crate) fn build_sgl(
+    segs: &[MappedSegment],
+    pool: &Arc<DmaPool>,
+) -> Result<(DataPointer, Option<PoolBlock>)> {
+    match segs {
+        [] => Err(EINVAL),
+        [one] => Ok((SglDescriptor::data_block(one.addr, one.len).into(), None)),
+        many => {
+            if many.len() > NVME_CTRL_PAGE_SIZE as usize / 16 {
+                return Err(EINVAL);
+            }
+            let list = DmaPool::alloc(pool)?;
+            for (i, s) in many.iter().enumerate() {
+                list.write(i * 16, &SglDescriptor::data_block(s.addr, s.len).to_bytes())?;
+            }
+            let len = u32::try_from(many.len() * 16).map_err(|_| EINVAL)?;
+            Ok((
+                SglDescriptor::last_segment(list.dma_handle(), len).into(),
+                Some(list),
+            ))
+        }
     }
 }

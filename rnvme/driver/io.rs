@@ -7,19 +7,22 @@
 
 use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
+use bvec::Bvec;
 use kernel::{prelude::*, sync::Arc};
 use kernel_glue::{
-    block::mq::{Op, Operations, OwnedRequest, Request, TagSet, TimeoutAction},
+    block::mq::{HwQueue, Op, Operations, OwnedRequest, Request, TagSet, TimeoutAction},
     dma::{Direction, DmaPool, Mapping, PoolBlock},
     error::BlkStatus,
     io::Bar,
     irq::{Handler, IrqReturn},
     pci,
     time::msleep,
+    KPage,
 };
-use nvme::{Disable, DsmRange, Poll, SubmissionEntry, DSM_MAX_RANGES};
+use nvme::{Disable, DsmRange, Poll, SglPolicy, SubmissionEntry, DSM_MAX_RANGES};
 
 use crate::{
+    admin::Admin,
     dptr,
     queue::{Done, Queue},
     ratelimit::warn_limited,
@@ -47,15 +50,39 @@ pub(crate) struct IoData {
     pub(crate) dev: pci::Device,
     /// BAR0 (controller disable after a timeout).
     pub(crate) bar: Arc<Bar>,
+    /// The admin queue (Abort after a timeout; also used by probe and remove).
+    pub(crate) admin: Admin,
+    /// The controller supports SGLs (Identify Controller SGLS).
+    pub(crate) sgls: bool,
+    /// Average segment size from which SGLs are used (0: never).
+    pub(crate) sgl_threshold: u32,
     /// Set once the controller was disabled: every new request fails.
     pub(crate) dead: AtomicBool,
 }
 
-/// Per-request state the completion path writes.
+/// Per-request state the completion and timeout paths share.
 #[derive(Default)]
 pub(crate) struct RqShared {
     /// The `blk_status_t` to end the request with.
     status: AtomicU8,
+    /// Set by whoever calls `blk_mq_complete_request` for this submission (interrupt, poll or
+    /// timeout path), so it happens once.
+    completing: AtomicBool,
+    /// An Abort command was sent for this submission.
+    aborted: AtomicBool,
+}
+
+impl RqShared {
+    /// Completes `rq` with `status` unless another path already did.
+    fn complete(rq: &Request<IoOps>, status: u8) -> bool {
+        let sh = rq.shared();
+        if sh.completing.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        sh.status.store(status, Ordering::Relaxed);
+        rq.complete();
+        true
+    }
 }
 
 /// Per-request state owned by the request's owner: what must live until completion.
@@ -72,6 +99,15 @@ pub(crate) struct IoOps;
 /// Converts a blk status value stored by the completion path.
 fn status_of(v: u8) -> BlkStatus {
     BlkStatus::from_raw(v).unwrap_or(BlkStatus::IOERR)
+}
+
+/// `a` and `b` as one segment if `b` starts where `a` ends in physical memory.
+fn merge(a: &Bvec<KPage>, b: &Bvec<KPage>) -> Option<Bvec<KPage>> {
+    let end = a.phys().checked_add(u64::from(a.len()))?;
+    if end != b.phys() {
+        return None;
+    }
+    Bvec::new(a.page(), a.offset(), a.len().checked_add(b.len())?).ok()
 }
 
 /// Maps an error of command preparation to the status blk-mq gets back.
@@ -102,14 +138,46 @@ impl IoOps {
                     Direction::FromDevice
                 };
                 let mut map = Mapping::<MAX_SEGS>::new(&data.dev, dir);
-                rq.for_each_segment(|seg| {
+                // Physically contiguous segments are mapped as one, as the block layer counts
+                // them (`biovec_phys_mergeable()`, `blk_rq_map_sg()`): only the merged segment
+                // has to end on a controller page for the PRP rules.
+                let mut pending: Option<Bvec<KPage>> = None;
+                let mut map_one = |seg: &Bvec<KPage>| {
                     // SAFETY: the segment is data of `rq`, which the block layer keeps
                     // allocated and untouched by the CPU (against the direction) until the
                     // request ends; the mapping is dropped before it ends (`complete`).
                     unsafe { map.map(seg) }
+                };
+                rq.for_each_segment(|seg| {
+                    if let Some(p) = pending {
+                        if let Some(m) = merge(&p, seg) {
+                            pending = Some(m);
+                            return Ok(());
+                        }
+                        map_one(&p)?;
+                    }
+                    pending = Some(*seg);
+                    Ok(())
                 })
                 .map_err(prep_status)?;
-                let (dptr, page) = dptr::build(map.segments(), &data.pool).map_err(prep_status)?;
+                if let Some(p) = pending {
+                    map_one(&p).map_err(prep_status)?;
+                }
+                let segs = map.segments();
+                let policy = SglPolicy {
+                    ctrl_supports_sgls: data.sgls,
+                    admin_queue: false,
+                    metadata_sgls: false,
+                    passthrough: false,
+                    sgl_threshold: data.sgl_threshold,
+                };
+                let nseg = u32::try_from(segs.len()).unwrap_or(u32::MAX);
+                let (dptr, page) = if policy.use_sgls(u64::from(rq.bytes()), nseg) {
+                    dptr::build_sgl(segs, &data.pool)
+                } else {
+                    dptr::build(segs, &data.pool)
+                }
+                .map_err(prep_status)?;
                 let cmd = if write {
                     SubmissionEntry::write(ns.nsid, slba, blocks, rq.is_fua(), dptr)
                 } else {
@@ -176,10 +244,14 @@ impl IoOps {
         }
     }
 
-    /// Completes the requests of `hctx_idx`'s queue whose completions are posted; returns how
-    /// many.
-    pub(crate) fn process(set: &TagSet<IoOps>, hctx_idx: u32) -> u32 {
-        let Some(q) = set.data().queues.get(hctx_idx as usize) else {
+    /// Completes the requests of `hctx_idx`'s queue whose completions are posted, finding
+    /// them by tag with `lookup`; returns how many.
+    pub(crate) fn process<'a>(
+        data: &IoData,
+        hctx_idx: u32,
+        lookup: impl Fn(u32) -> Option<&'a Request<IoOps>>,
+    ) -> u32 {
+        let Some(q) = data.queues.get(hctx_idx as usize) else {
             return 0;
         };
         let mut total = 0u32;
@@ -187,15 +259,21 @@ impl IoOps {
             let mut done = [Done::EMPTY; 16];
             let n = q.drain(&mut done);
             for d in done.iter().take(n) {
-                let Some(rq) = set.tag_to_rq(hctx_idx, u32::from(d.tag)) else {
+                let Some(rq) = lookup(u32::from(d.tag)) else {
                     warn_limited!("queue {}: no request for tag {}\n", q.qid(), d.tag);
                     continue;
                 };
                 let status = nvme::BlkStatus::from_nvme(d.status);
-                rq.shared().status.store(status.value(), Ordering::Relaxed);
-                // Exactly once per submission: the command id table let this tag through once.
-                rq.complete();
-                total += 1;
+                if rq.should_fake_timeout() {
+                    // Fault injection: drop the completion; the timeout handler ends the
+                    // request (the command is no longer in flight).
+                    rq.shared().status.store(status.value(), Ordering::Relaxed);
+                    continue;
+                }
+                // The command id table let this tag through once per submission.
+                if RqShared::complete(rq, status.value()) {
+                    total += 1;
+                }
             }
             if n < done.len() {
                 return total;
@@ -254,9 +332,11 @@ impl Operations for IoOps {
             .and_then(|t| u16::try_from(t).ok())
             .ok_or(BlkStatus::IOERR)?;
         let (mut cmd, owned) = Self::prepare(data, &rq)?;
-        rq.shared()
-            .status
-            .store(BlkStatus::OK.as_raw(), Ordering::Relaxed);
+        let sh = rq.shared();
+        sh.status.store(BlkStatus::OK.as_raw(), Ordering::Relaxed);
+        // A new submission: whoever sees its completion first completes it.
+        sh.completing.store(false, Ordering::Relaxed);
+        sh.aborted.store(false, Ordering::Relaxed);
         *rq.owned_mut() = Some(owned);
         rq.start();
         if let Err(e) = q.submit(tag, &mut cmd, last) {
@@ -292,6 +372,17 @@ impl Operations for IoOps {
         let Ok(tag) = u16::try_from(tag) else {
             return TimeoutAction::ResetTimer;
         };
+        // A missed interrupt? Reap what the queue has.
+        if let Some(hw) = rq.hw_queue() {
+            Self::process(data, hctx, |t| hw.tag_to_rq(t));
+        }
+        if !q.is_in_flight(tag) {
+            // The device completed the command (its completion was reaped, possibly dropped by
+            // fault injection): end the request with the status it got.
+            let status = rq.shared().status.load(Ordering::Relaxed);
+            RqShared::complete(rq, status);
+            return TimeoutAction::Done;
+        }
         if !data.dead.load(Ordering::Acquire) {
             warn_limited!(
                 "{}: queue {}: tag {} timed out\n",
@@ -299,23 +390,30 @@ impl Operations for IoOps {
                 q.qid(),
                 tag
             );
+            // First timeout of this submission: ask the controller to abort the command
+            // (`nvme_timeout()` does the same); its completion then ends the request.
+            if !rq.shared().aborted.swap(true, Ordering::AcqRel) {
+                if let Some(cid) = q.cid_of(tag) {
+                    match data.admin.exec(SubmissionEntry::abort(q.qid(), cid)) {
+                        // Dword 0 bit 0 clear: the command was aborted.
+                        Ok(res) if res & 1 == 0 => return TimeoutAction::ResetTimer,
+                        Ok(_) => warn_limited!("{}: abort refused\n", data.dev.name()),
+                        Err(e) => warn_limited!("{}: abort failed: {:?}\n", data.dev.name(), e),
+                    }
+                }
+            }
         }
-        // No abort command yet: stop the controller (all its DMA), then fail the request.
-        // Every other request in flight times out in turn and is failed here at once.
+        // Abort did not help: stop the controller (all its DMA), then fail the request. Every
+        // other request in flight times out in turn and is failed here at once.
         Self::disable(data);
         if q.cancel(tag) {
-            rq.shared()
-                .status
-                .store(BlkStatus::TIMEOUT.as_raw(), Ordering::Relaxed);
-            rq.complete();
+            RqShared::complete(rq, BlkStatus::TIMEOUT.as_raw());
         }
         TimeoutAction::Done
     }
 
-    fn poll(_data: &IoData, _hctx_idx: u32) -> u32 {
-        // Poll queues need the tag set (to find requests); see `QueueIrq`. Not offered yet:
-        // the tag set is created without poll queues.
-        0
+    fn poll(data: &IoData, hctx_idx: u32, hctx: &HwQueue<'_, Self>) -> u32 {
+        Self::process(data, hctx_idx, |tag| hctx.tag_to_rq(tag))
     }
 }
 
@@ -342,7 +440,9 @@ impl Handler for QueueIrq {
                 return IrqReturn::None;
             }
         }
-        IoOps::process(&self.set, self.hctx_idx);
+        IoOps::process(self.set.data(), self.hctx_idx, |tag| {
+            self.set.tag_to_rq(self.hctx_idx, tag)
+        });
         IrqReturn::Handled
     }
 }

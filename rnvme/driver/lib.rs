@@ -8,7 +8,9 @@
 //! named `rnvme<C>n<N>` (`C`: controller instance, `N`: namespace id).
 //!
 //! Parameters (declared in `params.c`, read with `kernel_glue::params`): `io_queues` (0: one per
-//! online CPU), `queue_depth` (entries per I/O queue).
+//! online CPU), `poll_queues` (I/O queues without interrupts, for `io_uring` IOPOLL),
+//! `sgl_threshold` (average segment size from which SGLs are used, 0: never),
+//! `queue_depth` (entries per I/O queue).
 //!
 //! Structure: [`ctrl`] brings a controller up and down, [`admin`] runs admin commands,
 //! [`queue`] is one queue pair, [`io`] the blk-mq operations, [`dptr`] the data pointers. All
@@ -44,12 +46,20 @@ module! {
 pub(crate) struct Params {
     /// I/O queues wanted (0: one per online CPU).
     pub(crate) io_queues: u32,
+    /// Polled I/O queues wanted.
+    pub(crate) poll_queues: u32,
+    /// Average segment size from which SGLs are used (0: never).
+    pub(crate) sgl_threshold: u32,
     /// Entries per I/O queue.
     pub(crate) queue_depth: u32,
 }
 
 /// `io_queues`, stored at load time before the driver is registered.
 static IO_QUEUES: AtomicU32 = AtomicU32::new(0);
+/// `poll_queues`, stored at load time before the driver is registered.
+static POLL_QUEUES: AtomicU32 = AtomicU32::new(0);
+/// `sgl_threshold`, stored at load time before the driver is registered.
+static SGL_THRESHOLD: AtomicU32 = AtomicU32::new(nvme::SGL_THRESHOLD_DEFAULT);
 /// `queue_depth`, stored at load time before the driver is registered.
 static QUEUE_DEPTH: AtomicU32 = AtomicU32::new(256);
 
@@ -57,6 +67,8 @@ static QUEUE_DEPTH: AtomicU32 = AtomicU32::new(256);
 fn params() -> Params {
     Params {
         io_queues: IO_QUEUES.load(Ordering::Relaxed),
+        poll_queues: POLL_QUEUES.load(Ordering::Relaxed),
+        sgl_threshold: SGL_THRESHOLD.load(Ordering::Relaxed),
         queue_depth: QUEUE_DEPTH.load(Ordering::Relaxed),
     }
 }
@@ -85,13 +97,21 @@ impl kernel::Module for RnvmeModule {
         if let Some(v) = param_uint(module, c_str!("io_queues")) {
             IO_QUEUES.store(v, Ordering::Relaxed);
         }
+        if let Some(v) = param_uint(module, c_str!("poll_queues")) {
+            POLL_QUEUES.store(v, Ordering::Relaxed);
+        }
+        if let Some(v) = param_uint(module, c_str!("sgl_threshold")) {
+            SGL_THRESHOLD.store(v, Ordering::Relaxed);
+        }
         if let Some(v) = param_uint(module, c_str!("queue_depth")) {
             QUEUE_DEPTH.store(v, Ordering::Relaxed);
         }
         let p = params();
         pr_info!(
-            "loaded (io_queues={}, queue_depth={})\n",
+            "loaded (io_queues={}, poll_queues={}, sgl_threshold={}, queue_depth={})\n",
             p.io_queues,
+            p.poll_queues,
+            p.sgl_threshold,
             p.queue_depth
         );
         Ok(Self {

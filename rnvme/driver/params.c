@@ -10,6 +10,15 @@ static unsigned int io_queues;
 module_param(io_queues, uint, 0444);
 MODULE_PARM_DESC(io_queues, "I/O queues per controller (0: one per online CPU, as granted)");
 
+static unsigned int poll_queues;
+module_param(poll_queues, uint, 0444);
+MODULE_PARM_DESC(poll_queues, "Polled I/O queues per controller, no interrupts (io_uring IOPOLL)");
+
+static unsigned int sgl_threshold = 32768;
+module_param(sgl_threshold, uint, 0444);
+MODULE_PARM_DESC(sgl_threshold,
+		 "Use SGLs (if the controller has them) when the average segment is this large (0: never)");
+
 static unsigned int queue_depth = 256;
 module_param(queue_depth, uint, 0444);
 MODULE_PARM_DESC(queue_depth, "Entries per I/O queue (2..1024, at most CAP.MQES + 1)");

@@ -246,6 +246,16 @@ impl Queue {
         r.cq.pending(&CqMem(&self.cq_mem))
     }
 
+    /// Whether a command for `tag` is in flight (submitted, no valid completion seen yet).
+    pub(crate) fn is_in_flight(&self, tag: u16) -> bool {
+        self.rings.lock().cids.is_in_flight(tag)
+    }
+
+    /// The command id of `tag`'s command in flight.
+    pub(crate) fn cid_of(&self, tag: u16) -> Option<u16> {
+        self.rings.lock().cids.cid_of(tag)
+    }
+
     /// Forgets command `tag` if in flight (the controller is disabled, so it will never
     /// complete); returns whether it was.
     pub(crate) fn cancel(&self, tag: u16) -> bool {

@@ -129,5 +129,51 @@ for i in 1 2 3 4 5 6 7 8 9 10; do
 done
 [ "$ok" = 1 ] && pass "rnvme-reload-10-cycles" || fail "rnvme-reload-10-cycles"
 
+# Timeouts: fail_io_timeout drops the completion of one read; the request must still end (the
+# timeout handler finds the command completed and ends it with its status) and later I/O works.
+grep -q " /sys/kernel/debug " /proc/mounts || mount -t debugfs none /sys/kernel/debug
+fi_dir=/sys/kernel/debug/fail_io_timeout
+if [ -d "$fi_dir" ] && [ -e /sys/block/$d/io-timeout-fail ]; then
+    old_to=$(cat /sys/block/$d/queue/io_timeout)
+    echo 2000 > /sys/block/$d/queue/io_timeout
+    echo 100 > $fi_dir/probability; echo 1 > $fi_dir/times; echo 0 > $fi_dir/verbose
+    echo 1 > /sys/block/$d/io-timeout-fail
+    t0=$(cut -d. -f1 /proc/uptime)
+    if timeout 60 dd if=/dev/$d of=/dev/null bs=4k count=1 skip=7 iflag=direct 2>/dev/null; then
+        rc=0
+    else
+        rc=$?
+    fi
+    t1=$(cut -d. -f1 /proc/uptime)
+    echo 0 > /sys/block/$d/io-timeout-fail; echo 0 > $fi_dir/probability
+    echo "$old_to" > /sys/block/$d/queue/io_timeout
+    echo "timed-out read: exit $rc after $((t1 - t0)) s"
+    [ "$rc" = 0 ] && [ $((t1 - t0)) -ge 1 ] && pass "rnvme-timeout-completes ($((t1 - t0)) s)" ||
+        fail "rnvme-timeout-completes (dd exit $rc after $((t1 - t0)) s)"
+    dd if=/dev/$d of=/dev/null bs=4k count=16 iflag=direct 2>/dev/null && pass "rnvme-io-after-timeout" ||
+        fail "rnvme-io-after-timeout"
+else
+    echo "timeout check not run (no fail_io_timeout in this kernel)"
+fi
+
+# Poll queues and SGLs: reload with poll_queues=1 and sgl_threshold=512 (every data transfer an
+# SGL: QEMU's controller supports them); io_uring IOPOLL (fio --hipri) must work (the poll
+# queues' completion queues have no interrupt: only blk-mq's poll callback completes them), and
+# a mixed block size verify must pass with SGLs.
+rmmod rnvme
+check rnvme-load-poll-sgl insmod "$ko" poll_queues=1 sgl_threshold=512
+if nvme_wait_disks "$b0" 1 20 >/dev/null && wait_for /dev/$d 10; then
+    [ "$(cat /sys/block/$d/queue/io_poll)" = 1 ] && pass "rnvme-io_poll-$d" || fail "rnvme-io_poll-$d (not set)"
+    run_fio "rnvme-$d-iopoll-verify" --filename=/dev/$d --direct=1 --bs=4k --size=8M \
+        --ioengine=io_uring --hipri --iodepth=8 --rw=randwrite --verify=crc32c --do_verify=1 \
+        --verify_fatal=1
+    lbs=$(cat /sys/block/$d/queue/logical_block_size)
+    run_fio "rnvme-$d-sgl-mixed-verify" --filename=/dev/$d --direct=1 --bsrange=$lbs-1m \
+        --size=16M --offset=48M --ioengine=libaio --iodepth=16 --rw=randwrite --verify=crc32c \
+        --do_verify=1 --verify_fatal=1
+else
+    fail "rnvme-reload-poll-disks"
+fi
+
 check rnvme-final-unload rmmod rnvme
 for b in $ctrls; do nvme_release "$b"; done

@@ -8,7 +8,7 @@ use core::marker::PhantomData;
 
 use kernel::bindings;
 
-use super::{request::Pdu, OwnedRequest, Request, TagSet};
+use super::{request::Pdu, HwQueue, OwnedRequest, Request, TagSet};
 use crate::error::BlkStatus;
 
 /// What a timed-out request needs (`enum blk_eh_timer_return`).
@@ -54,9 +54,9 @@ pub trait Operations: Sized + 'static {
     /// Handles a request that timed out.
     fn timeout(data: &Self::Data, rq: &Request<Self>) -> TimeoutAction;
 
-    /// Polls hardware queue `hctx_idx` for completions (`io_uring` IOPOLL); returns how many
-    /// were found.
-    fn poll(data: &Self::Data, hctx_idx: u32) -> u32;
+    /// Polls hardware queue `hctx_idx` for completions (`io_uring` IOPOLL); `hctx` finds the
+    /// queue's requests by tag. Returns how many were found.
+    fn poll(data: &Self::Data, hctx_idx: u32, hctx: &HwQueue<'_, Self>) -> u32;
 }
 
 /// The `blk_mq_ops` table of `T` and its callbacks.
@@ -161,9 +161,18 @@ impl<T: Operations> OperationsVTable<T> {
         hctx: *mut bindings::blk_mq_hw_ctx,
         _iob: *mut bindings::io_comp_batch,
     ) -> core::ffi::c_int {
-        // SAFETY: as in `queue_rq_callback`.
-        let (data, idx) = unsafe { (Self::data_of_queue((*hctx).queue), (*hctx).queue_num) };
-        T::poll(data, idx).try_into().unwrap_or(i32::MAX)
+        // SAFETY: as in `queue_rq_callback`; the hctx is live during the call.
+        let (data, idx, hw) = unsafe {
+            (
+                Self::data_of_queue((*hctx).queue),
+                (*hctx).queue_num,
+                HwQueue::<T>::from_raw(hctx),
+            )
+        };
+        match hw {
+            Some(hw) => T::poll(data, idx, &hw).try_into().unwrap_or(i32::MAX),
+            None => 0,
+        }
     }
 
     /// The C callback `init_request_callback`.

@@ -9,7 +9,7 @@ use core::{cell::UnsafeCell, marker::PhantomData, ptr::NonNull};
 use bvec::{Bvec, BvecIter, IterState};
 use kernel::{bindings, prelude::*, types::Opaque};
 
-use super::Operations;
+use super::{HwQueue, Operations};
 use crate::{error::BlkStatus, helpers, KPage};
 
 /// The PDU blk-mq allocates behind every request of a [`super::TagSet`] of `T`.
@@ -163,6 +163,20 @@ impl<T: Operations> Request<T> {
         // SAFETY: the PDU is an initialised `Pdu<T>` (type invariant); `shared` is only ever
         // accessed through shared references.
         unsafe { &(*helpers::rnvme_glue_blk_mq_rq_to_pdu(self.raw()).cast::<Pdu<T>>()).shared }
+    }
+
+    /// Whether fault injection (`fail_io_timeout`, `/sys/block/<disk>/io-timeout-fail`) wants
+    /// this completion dropped, so the request times out (`blk_should_fake_timeout()`).
+    pub fn should_fake_timeout(&self) -> bool {
+        // SAFETY: live request of a live queue.
+        unsafe { helpers::rnvme_glue_blk_should_fake_timeout(self.raw()) }
+    }
+
+    /// The hardware queue the request was issued on (to find other requests by tag).
+    pub fn hw_queue(&self) -> Option<HwQueue<'_, T>> {
+        // SAFETY: live request; `mq_hctx`, when set, is a live hardware context of its queue
+        // on a tag set of `T`, alive while the request is.
+        unsafe { HwQueue::from_raw((*self.raw()).mq_hctx) }
     }
 
     /// Completes the request: blk-mq then calls [`Operations::complete`] (here or on the

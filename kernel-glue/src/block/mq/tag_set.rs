@@ -4,7 +4,11 @@
 //!
 //! C header: [`include/linux/blk-mq.h`](srctree/include/linux/blk-mq.h)
 
-use core::mem::{align_of, size_of};
+use core::{
+    marker::PhantomData,
+    mem::{align_of, size_of},
+    ptr::NonNull,
+};
 
 use kernel::{alloc::KBox, bindings, prelude::*, sync::Arc, types::Opaque};
 
@@ -31,6 +35,8 @@ struct Inner<T: Operations> {
     raw: Opaque<bindings::blk_mq_tag_set>,
     data: Arc<T::Data>,
     map: QueueMap,
+    /// Hardware queues of type `HCTX_TYPE_DEFAULT` (the rest are poll queues).
+    nr_default: u32,
 }
 
 /// A blk-mq tag set of driver `T`, freed (`blk_mq_free_tag_set()`) when the last `Arc` goes;
@@ -81,6 +87,7 @@ impl<T: Operations> TagSet<T> {
                 raw: Opaque::new(unsafe { core::mem::zeroed() }),
                 data,
                 map,
+                nr_default,
             },
             GFP_KERNEL,
         )?;
@@ -95,9 +102,6 @@ impl<T: Operations> TagSet<T> {
             } else {
                 1
             };
-            // The map sizes are set again in `map_queues_raw`; `nr_queues` of the default map
-            // must be set for validation.
-            (*raw).map[0].nr_queues = nr_default;
             (*raw).queue_depth = depth;
             (*raw).cmd_size = u32::try_from(pdu).map_err(|_| EINVAL)?;
             (*raw).numa_node = bindings::NUMA_NO_NODE;
@@ -107,12 +111,6 @@ impl<T: Operations> TagSet<T> {
         }
         // SAFETY: `raw` is fully set up; the boxed `Inner` outlives the tag set (freed in drop).
         crate::error::to_result(unsafe { bindings::blk_mq_alloc_tag_set(raw) })?;
-        // SAFETY: still our tag set; store the real poll count for `map_queues_raw`.
-        unsafe {
-            if nr_poll > 0 {
-                (*raw).map[bindings::hctx_type_HCTX_TYPE_POLL as usize].nr_queues = nr_poll;
-            }
-        }
         // INVARIANT: allocated above with `driver_data == inner`.
         Ok(Arc::new(Self { inner }, GFP_KERNEL)?)
     }
@@ -146,11 +144,14 @@ impl<T: Operations> TagSet<T> {
     pub(crate) unsafe fn map_queues_raw(set: *mut bindings::blk_mq_tag_set) {
         // SAFETY: as in `data_from_raw`.
         let inner = unsafe { &*(*set).driver_data.cast::<Inner<T>>() };
+        // `blk_mq_alloc_tag_set()` sets every map's `nr_queues` to `nr_hw_queues`; the split
+        // between default and poll queues is ours.
+        let nr_default = inner.nr_default;
         // SAFETY: blk-mq lets `map_queues` write the maps of `set`.
         unsafe {
-            let nr_default = (*set).map[0].nr_queues;
             let nr_total = (*set).nr_hw_queues;
             let default = &raw mut (*set).map[bindings::hctx_type_HCTX_TYPE_DEFAULT as usize];
+            (*default).nr_queues = nr_default.min(nr_total);
             (*default).queue_offset = 0;
             match &inner.map {
                 QueueMap::Irq { dev, offset } => {
@@ -193,6 +194,54 @@ impl<T: Operations> TagSet<T> {
             return None;
         }
         // SAFETY: requests of a tag map live as long as the tag set, which `&self` keeps.
+        Some(unsafe { Request::from_raw(rq) })
+    }
+}
+
+/// A hardware queue (`struct blk_mq_hw_ctx`) during a callback, for finding its requests.
+///
+/// # Invariants
+///
+/// `hctx` is a live hardware context of a queue on a tag set of `T` for `'a`.
+pub struct HwQueue<'a, T: Operations> {
+    hctx: NonNull<bindings::blk_mq_hw_ctx>,
+    _p: PhantomData<&'a T>,
+}
+
+impl<T: Operations> core::fmt::Debug for HwQueue<'_, T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("HwQueue").finish()
+    }
+}
+
+impl<'a, T: Operations> HwQueue<'a, T> {
+    /// Wraps `hctx`, `None` if null.
+    ///
+    /// # Safety
+    ///
+    /// `hctx` must be a live hardware context of a queue on a tag set of `T` for `'a`.
+    pub(crate) unsafe fn from_raw(hctx: *mut bindings::blk_mq_hw_ctx) -> Option<Self> {
+        // INVARIANT: function contract.
+        Some(Self {
+            hctx: NonNull::new(hctx)?,
+            _p: PhantomData,
+        })
+    }
+
+    /// The request holding driver tag `tag` on this hardware queue, if any (see
+    /// [`TagSet::tag_to_rq`] for what the caller must check).
+    pub fn tag_to_rq(&self, tag: u32) -> Option<&'a Request<T>> {
+        // SAFETY: live hctx (type invariant); `tags` is its driver tag map.
+        let tags = unsafe { (*self.hctx.as_ptr()).tags };
+        if tags.is_null() {
+            return None;
+        }
+        // SAFETY: `tags` is a live tag map; the helper range-checks `tag`.
+        let rq = unsafe { helpers::rnvme_glue_blk_mq_tag_to_rq(tags, tag) };
+        if rq.is_null() {
+            return None;
+        }
+        // SAFETY: requests of the tag map live as long as the tag set, so for `'a`.
         Some(unsafe { Request::from_raw(rq) })
     }
 }
