@@ -20,7 +20,9 @@
 //! `iov-bench: FAIL`.
 //!
 //! Parameters (declared in `params.c`): `size_mib` (MiB per sample, default 256), `samples`
-//! (default 16), `table_mib` (MiB described by the construction table, default 1024).
+//! (default 16), `table_mib` (MiB described by the construction table, default 1024),
+//! `inject_fault=1` (spoils the destination of every Rust bvec copy before it is checked, so the
+//! run must fail: proves the checks reach the guest test).
 //!
 //! This crate contains no `unsafe` code: everything that needs it is in `kernel-glue/bench`.
 
@@ -32,7 +34,10 @@ use kernel::{
 
 use bvec::{Bvec, PAGE_SIZE};
 use iov::{Folio, Iovec, Kvec};
-use kernel_glue::{params::param_uint, sched::cond_resched};
+use kernel_glue::{
+    params::{param_bool, param_uint},
+    sched::cond_resched,
+};
 use kernel_glue_bench::{c_copy::Timed, BenchPage, CFolioQueue, TiledVmap, UserBuf};
 
 mod kinds;
@@ -75,8 +80,12 @@ impl kernel::Module for IovstackBench {
             samples,
             table_mib
         );
+        let inject = param_bool(module, c_str!("inject_fault")).unwrap_or(false);
+        if inject {
+            pr_info!("iov-bench: inject_fault=1, every Rust bvec copy will be reported wrong\n");
+        }
         let pages_per_mib = (1 << 20) / PAGE_SIZE;
-        let errors = copies(size_mib as usize * pages_per_mib, samples as usize)?
+        let errors = copies(size_mib as usize * pages_per_mib, samples as usize, inject)?
             + operations(table_mib as usize * pages_per_mib, samples as usize)?;
         if errors == 0 {
             pr_info!("iov-bench: done\n");
@@ -96,8 +105,8 @@ enum Side {
 }
 
 /// Runs every copy kind `samples` times per side over `npages` pages; prints the results and
-/// returns the number of errors.
-fn copies(npages: usize, samples: usize) -> Result<usize> {
+/// returns the number of errors. `inject` spoils every Rust bvec copy (see the module docs).
+fn copies(npages: usize, samples: usize, inject: bool) -> Result<usize> {
     let mut src_page = BenchPage::new()?;
     src_page.fill(FILL);
     let mut dst_page = BenchPage::new()?;
@@ -140,7 +149,7 @@ fn copies(npages: usize, samples: usize) -> Result<usize> {
     // first sample for this) and warms the caches, on both sides.
     for kind in Kind::ALL {
         for side in [Side::C, Side::Rust] {
-            errors += usize::from(copy_once(&geo, kind, side, &mut scratch).is_none());
+            errors += usize::from(copy_once(&geo, kind, side, &mut scratch, inject).is_none());
         }
     }
     for s in 0..samples {
@@ -152,7 +161,7 @@ fn copies(npages: usize, samples: usize) -> Result<usize> {
                 [Side::C, Side::Rust]
             };
             for side in order {
-                let ns = copy_once(&geo, kind, side, &mut scratch);
+                let ns = copy_once(&geo, kind, side, &mut scratch, inject);
                 errors += usize::from(ns.is_none());
                 let slot = match side {
                     Side::Rust => rust_ns.get_mut(k * samples + s),
@@ -175,12 +184,14 @@ fn copies(npages: usize, samples: usize) -> Result<usize> {
 }
 
 /// One sample of `kind` on `side`, checked: the bytes copied and the first and last byte of
-/// the destination page. Returns the time, or `None` (with a message) on an error.
+/// the destination page (spoiled first for a Rust bvec copy with `inject`). Returns the time,
+/// or `None` (with a message) on an error.
 fn copy_once(
     geo: &Geometry<'_, '_>,
     kind: Kind,
     side: Side,
     scratch: &mut TiledVmap<'_>,
+    inject: bool,
 ) -> Option<u64> {
     if let Some(page) = scratch.as_mut_slice().get_mut(..PAGE_SIZE) {
         page.fill(POISON);
@@ -190,6 +201,11 @@ fn copy_once(
         Side::C => geo.c(kind, scratch),
     };
     cond_resched();
+    if inject && side == Side::Rust && kind == Kind::Bvec {
+        if let Some(b) = scratch.as_mut_slice().first_mut() {
+            *b = POISON;
+        }
+    }
     let want = geo.expected(kind, FILL);
     let page = scratch.as_mut_slice().get(..PAGE_SIZE);
     let edges = page.map(|p| (p.first().copied(), p.last().copied()));

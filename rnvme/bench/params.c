@@ -19,3 +19,8 @@ static unsigned int table_mib = 1024;
 module_param(table_mib, uint, 0444);
 MODULE_PARM_DESC(table_mib,
 		 "MiB described by the registered-buffer table of the construction benchmarks (1..4096)");
+
+static bool inject_fault;
+module_param(inject_fault, bool, 0444);
+MODULE_PARM_DESC(inject_fault,
+		 "Spoil the destination of every Rust bvec copy before it is checked (the run must then fail)");

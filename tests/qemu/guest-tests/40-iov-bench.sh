@@ -5,7 +5,8 @@
 # are not judged: in a shared TCG guest a few milliseconds of wall clock are dominated by host
 # preemption. scripts/bench-kernel.sh runs the long form on an instruction-counting clock.
 # Short form by default (4 MiB x 3 samples per kind: a few seconds); kernel command line knobs
-# iovbench_size_mib=N iovbench_samples=N iovbench_table_mib=N (the long form: 256 and 16).
+# iovbench_size_mib=N iovbench_samples=N iovbench_table_mib=N (the long form: 256 and 16);
+# iovbench_inject=1 loads it with inject_fault=1, and then this test must fail.
 . /lib/rnvme/lib.sh
 
 mod=iovstack_bench
@@ -17,6 +18,7 @@ fi
 kmod_unload "$mod" 2>/dev/null
 
 params="size_mib=${iovbench_size_mib:-4} samples=${iovbench_samples:-3} table_mib=${iovbench_table_mib:-1024}"
+params="$params${iovbench_inject:+ inject_fault=$iovbench_inject}"
 marker="iov-bench-check: start $$ $(cut -d' ' -f1 /proc/uptime)"
 echo "$marker" > /dev/kmsg
 echo "--- insmod $ko $params"
