@@ -19,7 +19,7 @@ use kernel::prelude::*;
 use kernel_glue::{
     block::mq::Request,
     chardev::{Issued, UringCmd},
-    dma::{Direction, Mapping},
+    dma::{Direction, Mapping, PoolBlock},
     error::BlkStatus,
     user_rq::{blk_status_errno, UserRequest, UserStatus},
     KPage,
@@ -29,7 +29,7 @@ use nvme::{Status, SubmissionEntry, UserCmd, SQE_SIZE};
 use super::NsInfo;
 use crate::{
     dptr,
-    io::{IoData, IoOps, RqOwned, MAX_SEGS},
+    io::{IoData, IoOps, MAX_SEGS},
 };
 
 /// The passthrough part of a request's shared PDU: the command to send, then its completion.
@@ -90,15 +90,19 @@ fn merge(a: &Bvec<KPage>, b: &Bvec<KPage>) -> Option<Bvec<KPage>> {
     Bvec::new(a.page(), a.offset(), a.len().checked_add(b.len())?).ok()
 }
 
+/// What a passthrough command holds until it completes: its mappings and PRP list page.
+/// What a passthrough command holds until it completes: its mappings and PRP list page.
+pub(crate) type Held = (Option<KBox<Mapping<MAX_SEGS>>>, Option<PoolBlock>);
+
 /// Builds the command of passthrough request `rq` for `queue_rq`: the stored command with the
-/// data pointer of the request's mapped segments (PRPs). Not inlined: its mapping table must
-/// not add to the stack frame of every `queue_rq`.
+/// data pointer of the request's mapped segments (PRPs), and what it holds. Not inlined, and
+/// nothing large returned by value: this must not add to the stack frame of every `queue_rq`.
 #[inline(never)]
 pub(crate) fn prepare(
     data: &IoData,
     rq: &Request<IoOps>,
     op: u32,
-) -> Result<(SubmissionEntry, RqOwned), BlkStatus> {
+) -> Result<(SubmissionEntry, Held), BlkStatus> {
     let mut cmd = rq.shared().pt.cmd();
     let dir = if op == kernel_glue::user_rq::REQ_OP_DRV_OUT {
         Direction::ToDevice
@@ -106,7 +110,7 @@ pub(crate) fn prepare(
         Direction::FromDevice
     };
     if rq.bytes() == 0 {
-        return Ok((cmd, RqOwned::data(None, None)));
+        return Ok((cmd, (None, None)));
     }
     let mut map = Mapping::<MAX_SEGS>::new_boxed(&data.dev, dir, GFP_ATOMIC)
         .map_err(|_| BlkStatus::RESOURCE)?;
@@ -134,7 +138,7 @@ pub(crate) fn prepare(
     // page) fails the command, as `nvme_pci_setup_prps()` does ("Invalid SGL for payload").
     let (dp, page) = dptr::build(map.segments(), &data.pool).map_err(|_| BlkStatus::IOERR)?;
     cmd.set_data_pointer(dp);
-    Ok((cmd, RqOwned::data(Some(map), page)))
+    Ok((cmd, (Some(map), page)))
 }
 
 impl UserStatus for IoOps {

@@ -110,6 +110,24 @@ same_err huge-length io-passthru -o 2 -n 1 -l 67108864 -r --cdw12=7
 same_err flags-set io-passthru -o 2 -n 1 -f 0x40 -l 4096 -r --cdw12=7
 same_err metadata-on-plain-ns io-passthru -o 2 -n 1 -l 4096 -m 64 -r --cdw12=7
 same_err identify-bad-cns admin-passthru -o 6 --cdw10=0xfe -l 4096 -r
+# Hostile ioctls from a small static program (passthru-probe.c): bad command and data pointers,
+# read-only and partly unmapped buffers, zero/huge lengths, wrong nsid, unknown ioctl, then the
+# same as uid 65534. Both drivers must give the same result line by line.
+if command -v passthru-probe >/dev/null; then
+    chmod 666 "$rns" "$cns"
+    passthru-probe "$rns" 1 > /tmp/probe.r 2>&1; _rs=$?
+    passthru-probe "$cns" 1 > /tmp/probe.c 2>&1; _cs=$?
+    chmod 600 "$rns" "$cns"
+    paste /tmp/probe.c /tmp/probe.r | awk '{ printf "  %-24s nvme %-6s rnvme %s\n", $1, $2, $4 }'
+    while read -r _case _c; do
+        _r=$(awk -v k="$_case" '$1 == k { print $2 }' /tmp/probe.r)
+        [ "$_r" = "$_c" ] && pass "passthru-probe-$_case ($_r)" || fail "passthru-probe-$_case (rnvme $_r, nvme $_c)"
+    done < /tmp/probe.c
+    [ "$_rs" = 0 ] && [ "$_cs" = 0 ] && [ "$(wc -l < /tmp/probe.r)" -ge 20 ] &&
+        pass "passthru-probe-complete" || fail "passthru-probe-complete (exit $_rs/$_cs)"
+else
+    fail "passthru-probe (helper not in the initramfs)"
+fi
 if id nobody >/dev/null 2>&1 && chmod 666 "$rns" "$cns" "$rctrl" "$cctrl"; then
     for args in "get-log -i 2 -l 512" "id-ctrl"; do
         _ro=$(su nobody -s /bin/sh -c "nvme $args $rctrl" 2>&1); _rs=$?
