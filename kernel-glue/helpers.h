@@ -118,6 +118,9 @@ unsigned long rnvme_glue_spin_lock_irqsave(spinlock_t *lock);
 /* spin_unlock_irqrestore(). */
 void rnvme_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 
+/* NVMe passthrough: character devices, user requests, io_uring commands. */
+#include "passthru.h"
+
 /* num_online_cpus(). */
 unsigned int rnvme_glue_num_online_cpus(void);
 
