@@ -159,4 +159,9 @@ driver_initramfs_args() {
     ko=$("$RNVME_REPO/scripts/build-module.sh" "$variant" | grep '/rnvme\.ko$') ||
         die "rnvme.ko ($variant) did not build"
     DRIVER_ARGS=(--add "$ko:/lib/modules/extra/rnvme.ko" --test "$gt/20-rnvme-basic.sh")
+    # Passthrough char devices (issue 8): the test and its static helper for hostile ioctls.
+    local probe="$RNVME_CACHE/passthru-probe"
+    cc -static -O2 -Wall -Werror -o "$probe" "$gt/passthru-probe.c" ||
+        die "passthru-probe.c did not build (needs a static libc: libc6-dev)"
+    DRIVER_ARGS+=(--add "$probe:/usr/bin/passthru-probe" --test "$gt/50-rnvme-passthru.sh")
 }

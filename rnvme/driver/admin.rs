@@ -33,6 +33,11 @@ impl Admin {
         Self { q }
     }
 
+    /// The admin queue pair (user passthrough commands run on it, `passthru`).
+    pub(crate) fn queue(&self) -> &Arc<Queue> {
+        &self.q
+    }
+
     /// Runs `cmd` and waits for its completion (bounded); returns the result dword(s).
     ///
     /// # Errors

@@ -89,6 +89,8 @@ fn run_sm<E: core::fmt::Display>(
 /// A bound controller. Fields drop in declaration order, which is the teardown order after
 /// `remove` has deleted the disks and the I/O queues and shut the controller down.
 pub(crate) struct Controller {
+    /// The passthrough character devices (removed first).
+    passthru: Option<crate::passthru::Devices>,
     /// One disk per active namespace.
     disks: KVec<GenDisk<IoOps>>,
     /// I/O queue interrupt handlers (hold the tag set).
@@ -264,6 +266,7 @@ impl Controller {
 
         let mut this = KBox::new(
             Self {
+                passthru: None,
                 disks: KVec::new(),
                 irqs,
                 set,
@@ -283,6 +286,15 @@ impl Controller {
         if let Err(e) = this.add_disks(&idc, cap) {
             this.teardown();
             return Err(e);
+        }
+        // Character devices for passthrough: without them the disks still work.
+        match crate::passthru::Devices::new(this.instance.0, &this.io, &this.disks) {
+            Ok(d) => this.passthru = Some(d),
+            Err(e) => pr_warn!(
+                "rnvme{}: no passthrough devices: {:?}\n",
+                this.instance.0,
+                e
+            ),
         }
         Ok(this)
     }
@@ -361,6 +373,8 @@ impl Controller {
     /// Deletes the disks, deletes the I/O queues, frees their interrupts and shuts the
     /// controller down (`nvme_remove()` order). What remains is freed by the drop.
     fn teardown(&mut self) {
+        // Passthrough devices first: waits for user commands in progress.
+        self.passthru = None;
         // del_gendisk: waits for and drains outstanding I/O of each disk.
         self.disks = KVec::new();
         let dead = self.io.dead.load(Ordering::Acquire);

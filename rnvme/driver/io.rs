@@ -70,6 +70,8 @@ pub(crate) struct RqShared {
     completing: AtomicBool,
     /// An Abort command was sent for this submission.
     aborted: AtomicBool,
+    /// User passthrough command and its completion (`passthru`).
+    pub(crate) pt: crate::passthru::RqPassthru,
 }
 
 impl RqShared {
@@ -91,6 +93,17 @@ pub(crate) struct RqOwned {
     _map: Option<Mapping<MAX_SEGS>>,
     /// PRP list or DSM range page (freed on drop).
     _page: Option<PoolBlock>,
+}
+
+impl RqOwned {
+    /// The resources of a command with mapped data (user passthrough, `passthru`; its
+    /// mapping table is built on the heap, off `queue_rq`'s stack, and moved in here).
+    pub(crate) fn data(map: Option<KBox<Mapping<MAX_SEGS>>>, page: Option<PoolBlock>) -> Self {
+        Self {
+            _map: map.map(KBox::into_inner),
+            _page: page,
+        }
+    }
 }
 
 /// The blk-mq operations of the I/O queues.
@@ -240,6 +253,10 @@ impl IoOps {
                     },
                 ))
             }
+            Op::Other(op) if crate::passthru::is_user_op(op) => {
+                let (cmd, (map, page)) = crate::passthru::prepare(data, rq, op)?;
+                Ok((cmd, RqOwned::data(map, page)))
+            }
             Op::Other(_) => Err(BlkStatus::NOTSUPP),
         }
     }
@@ -263,6 +280,7 @@ impl IoOps {
                     warn_limited!("queue {}: no request for tag {}\n", q.qid(), d.tag);
                     continue;
                 };
+                rq.shared().pt.completed(d.status, d.result);
                 let status = nvme::BlkStatus::from_nvme(d.status);
                 if rq.should_fake_timeout() {
                     // Fault injection: drop the completion; the timeout handler ends the

@@ -30,6 +30,7 @@ mod admin;
 mod ctrl;
 mod dptr;
 mod io;
+mod passthru;
 mod queue;
 mod ratelimit;
 mod regs;
