@@ -199,7 +199,8 @@ for d in $phase_disks; do
     [ "$(cat $q/write_zeroes_max_bytes)" -gt 0 ] ||
         bad "write-zeroes-$d (the driver does not advertise write zeroes: write_zeroes_max_bytes 0)"
     if put_slice "$d" 68 4 4; then
-        /usr/sbin/blkdiscard -z -o $((68 * MiB)) -l $((2 * MiB)) "/dev/$d" || bad "write-zeroes-$d (BLKZEROOUT failed)"
+        # -f: util-linux refuses a disk with a filesystem signature (ext4 from an earlier run).
+        /usr/sbin/blkdiscard -f -z -o $((68 * MiB)) -l $((2 * MiB)) "/dev/$d" || bad "write-zeroes-$d (BLKZEROOUT failed)"
         drop_caches
         if [ "$(region_sha "$d" 68 2)" = "$z2" ] && [ "$(region_sha "$d" 70 2)" = "$(rand_slice 6 2 | sha_of)" ]; then
             ok_bytes $((4 * MiB)) "write-zeroes-$d (2 MiB zeroed reads as zeroes, the next 2 MiB intact)"
