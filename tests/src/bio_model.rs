@@ -9,7 +9,10 @@
 //!   (entries are never merged with each other, as the block layer's counting does not);
 //! - a front part is valid when it is a whole number of logical blocks, at most the largest I/O
 //!   allowed at its sector, has at most `max_segments` hardware segments, and has no
-//!   virtual-boundary gap between two of its entries;
+//!   virtual-boundary gap: neither between two of its entries nor where one hardware segment of
+//!   an entry ends and the next begins (a segment cut by `max_segment_size` or the segment
+//!   boundary at an address off the virtual boundary; `bvec_split_segs` in block/blk-merge.c
+//!   stops there);
 //! - the split point is the largest valid front (validity only gets harder with length, so the
 //!   longest valid byte prefix, rounded down to a block, is it).
 
@@ -153,12 +156,44 @@ fn gap_before(bytes: &[Byte], i: usize, lim: &ModelLimits) -> bool {
     (prev_end & lim.virt_boundary_mask) != 0 || (bytes[i].phys & lim.virt_boundary_mask) != 0
 }
 
+/// The first byte that starts a new hardware segment of the same entry (see [`count_segments`])
+/// at an address off the virtual boundary: the segment before it cannot be followed by one
+/// there. Segments are cut greedily from each entry's first byte, so this is the same for every
+/// prefix that contains the byte.
+fn first_seg_gap(bytes: &[Byte], lim: &ModelLimits) -> Option<usize> {
+    if lim.virt_boundary_mask == 0 {
+        return None;
+    }
+    let mut seg_start: Option<Byte> = None;
+    let mut seg_len = 0u64;
+    for (i, b) in bytes.iter().enumerate() {
+        match seg_start {
+            Some(s) if s.entry == b.entry => {
+                if window(lim, s.phys) != window(lim, b.phys) || seg_len == lim.max_segment_size {
+                    if b.phys & lim.virt_boundary_mask != 0 {
+                        return Some(i);
+                    }
+                    seg_start = Some(*b);
+                    seg_len = 0;
+                }
+            }
+            _ => {
+                seg_start = Some(*b);
+                seg_len = 0;
+            }
+        }
+        seg_len += 1;
+    }
+    None
+}
+
 /// Length of the longest prefix of `bytes` that breaks no limit except block alignment.
 pub fn longest_valid_prefix(bytes: &[Byte], sector: u64, lim: &ModelLimits) -> u64 {
     let max_bytes = max_io_bytes(sector, lim);
+    let seg_gap = first_seg_gap(bytes, lim);
     let mut n = 0u64;
     for i in 0..bytes.len() {
-        if n + 1 > max_bytes || gap_before(bytes, i, lim) {
+        if n + 1 > max_bytes || gap_before(bytes, i, lim) || seg_gap == Some(i) {
             break;
         }
         // Adding byte i must not exceed max_segments.
@@ -219,6 +254,11 @@ pub fn longest_valid_prefix_fast(bytes: &[Byte], sector: u64, lim: &ModelLimits)
                     || seg_len == lim.max_segment_size
             }
         };
+        let same_entry = seg_start.is_some_and(|s| s.entry == b.entry);
+        if new && same_entry && b.phys & lim.virt_boundary_mask != 0 {
+            // A hardware segment of this entry ended off the virtual boundary.
+            break;
+        }
         if new {
             if segs + 1 > lim.max_segments {
                 break;
@@ -257,6 +297,11 @@ pub fn check_piece(bytes: &[Byte], sector: u64, lim: &ModelLimits) -> Result<(),
     }
     if let Some(i) = (1..bytes.len()).find(|&i| gap_before(bytes, i, lim)) {
         return Err(format!("virtual-boundary gap before byte {i}"));
+    }
+    if let Some(i) = first_seg_gap(bytes, lim) {
+        return Err(format!(
+            "segment of one entry ends off the virtual boundary before byte {i}"
+        ));
     }
     Ok(())
 }
