@@ -19,8 +19,8 @@
 #      (d) the integrity test with data overwritten behind fio's back must report errors
 #
 #   scripts/test-qemu.sh [normal] [debug] [selftest]   (default: all three)
-# Env: RNVME_SKIP_SETUP=1 to skip scripts/setup.sh; RNVME_PROOF_RNVME=1 adds rnvme.ko to the
-# proof (tests/qemu/proof.sh); RNVME_PROOF_DEBUG=1 runs the proof on the debug kernel too.
+# Env: RNVME_SKIP_SETUP=1 to skip scripts/setup.sh; RNVME_PROOF_RNVME=0 leaves rnvme.ko out of
+# the proof (tests/qemu/proof.sh); RNVME_PROOF_DEBUG=1 runs the proof on the debug kernel too.
 # Extra mkinitramfs options (e.g. --add/--test for the rnvme module) can be
 # passed via RNVME_INITRAMFS_ARGS (word-split).
 set -euo pipefail
