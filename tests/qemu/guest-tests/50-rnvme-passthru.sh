@@ -143,6 +143,42 @@ run_fio "passthru-fio-after-bad" --filename="$rns" --ioengine=io_uring_cmd --cmd
     --fixedbufs=1 --bs=16k --iodepth=8 --offset=0 --size=4M --rw=randwrite --verify=crc32c \
     --do_verify=1 --verify_fatal=1
 
+# Processes killed with I/O in flight (registered buffers, 4 jobs x QD32), then the device still
+# verifies.
+fio --name=kill --filename="$rns" --ioengine=io_uring_cmd --cmd_type=nvme --fixedbufs=1 \
+    --bs=64k --iodepth=32 --numjobs=4 --offset=128M --size=32M --rw=randrw --time_based \
+    --runtime=30 > /tmp/fio-kill.out 2>&1 &
+fpid=$!
+sleep 2
+# Kill the parent and every job process (fio forks one per job), until none is left.
+_i=0
+while _p=$(pidof fio) && [ "$_i" -lt 100 ]; do kill -9 $_p 2>/dev/null; sleep 0.1; _i=$((_i + 1)); done
+wait $fpid 2>/dev/null
+pidof fio >/dev/null && fail "passthru-kill (fio processes left)" || pass "passthru-kill (fio killed with I/O in flight)"
+run_fio "passthru-fio-after-kill" --filename="$rns" --ioengine=io_uring_cmd --cmd_type=nvme \
+    --fixedbufs=1 --bs=32k --iodepth=16 --offset=0 --size=4M --rw=randwrite --verify=crc32c \
+    --do_verify=1 --verify_fatal=1
+
+# The controller removed while a process holds its namespace device open: calls on the held
+# file get ENODEV, nothing crashes; after rebinding, new devices work.
+if command -v passthru-probe >/dev/null; then
+    exec 8<>"$rns"
+    echo "$rb" > /sys/bus/pci/drivers/rnvme/unbind
+    passthru-probe fd:8 1 > /tmp/held.out 2>&1
+    sed 's/^/  /' /tmp/held.out
+    exec 8<&-
+    grep -qx "held-id -19" /tmp/held.out && grep -qx "held-identify -19" /tmp/held.out &&
+        pass "passthru-removed-while-open (ENODEV)" || fail "passthru-removed-while-open"
+    check passthru-rebind nvme_bind "$rb" rnvme
+    rd=$(nvme_wait_disks "$rb" 1 20) || fail "passthru-rebind-disk"
+    ri=$(echo "$rd" | sed -n 's/^rnvme\([0-9]*\)n1$/\1/p')
+    rctrl=/dev/rnvme$ri; rns=/dev/rng${ri}n1
+    wait_for "$rns" 10 && check passthru-rebind-id-ctrl sh -c "nvme id-ctrl $rctrl >/dev/null"
+    run_fio "passthru-fio-after-rebind" --filename="$rns" --ioengine=io_uring_cmd \
+        --cmd_type=nvme --fixedbufs=1 --bs=16k --iodepth=8 --offset=0 --size=4M --rw=randwrite \
+        --verify=crc32c --do_verify=1 --verify_fatal=1
+fi
+
 # An open character device keeps the module: rmmod refused while open; after close, unbinding
 # removes the devices.
 exec 9<"$rns"

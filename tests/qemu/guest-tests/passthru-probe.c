@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * passthru-probe DEV NSID: hostile NVMe passthrough calls on a namespace character device
+ * passthru-probe DEV|fd:N NSID: hostile NVMe passthrough calls on a namespace character device
  * (used by 50-rnvme-passthru.sh on rnvme's and the C driver's devices). Prints one line per
  * case, "<case> <result>", where result is the ioctl's return value or -errno, so the test can
  * compare the two drivers line by line. Built statically on the host (no libc headers in the
@@ -56,6 +56,15 @@ int main(int argc, char **argv)
 
 	if (argc != 3)
 		return 2;
+	/* "fd:N": an already open descriptor (the device may be gone): ID and Identify only. */
+	if (!strncmp(argv[1], "fd:", 3)) {
+		char id[4096];
+
+		fd = atoi(argv[1] + 3);
+		report("held-id", ioctl(fd, NVME_IOCTL_ID));
+		report("held-identify", admin(6, 1, (uintptr_t)id, sizeof(id)));
+		return 0;
+	}
 	fd = open(argv[1], O_RDWR);
 	if (fd < 0) {
 		perror(argv[1]);
