@@ -48,6 +48,11 @@ if [ "${RNVME_SKIP_QEMU:-0}" != 1 ]; then
     rm -rf "$lintdir"
     stage "QEMU tests (normal and debug kernels, harness self-test)" \
         env RNVME_SKIP_SETUP=1 scripts/test-qemu.sh
+    # rnvme.ko on its own: probe, disks, fio verify per disk, flush/FUA/discard/write zeroes,
+    # timeouts, poll queues, SGLs, load/unload cycles (20-rnvme-basic.sh) and the passthrough
+    # char devices (nvme-cli against the C driver, io_uring_cmd fio, hostile ioctls:
+    # 50-rnvme-passthru.sh), on the four-controller proof topology.
+    stage "rnvme driver + passthrough guest tests (normal kernel)" scripts/test-driver.sh normal
 fi
 
 echo
