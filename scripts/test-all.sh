@@ -47,7 +47,7 @@ if [ "${RNVME_SKIP_QEMU:-0}" != 1 ]; then
         env RNVME_MODULE_BUILD_DIR="$lintdir" scripts/build-module.sh normal CLIPPY=1
     rm -rf "$lintdir"
     stage "QEMU tests (normal and debug kernels, harness self-test)" \
-        env RNVME_SKIP_SETUP=1 scripts/test-qemu.sh
+        env RNVME_SKIP_SETUP=1 RNVME_PROOF_DEBUG="${RNVME_PROOF_DEBUG:-1}" scripts/test-qemu.sh
     # rnvme.ko on its own: probe, disks, fio verify per disk, flush/FUA/discard/write zeroes,
     # timeouts, poll queues, SGLs, load/unload cycles (20-rnvme-basic.sh) and the passthrough
     # char devices (nvme-cli against the C driver, io_uring_cmd fio, hostile ioctls:
