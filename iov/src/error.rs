@@ -26,7 +26,7 @@ pub const EINVAL: i32 = 22;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum IovError {
-    /// A constructor or `reexpand` asked for more bytes than the segments hold (§9.1).
+    /// A constructor or `reexpand` asked for more bytes than the segments hold (the kernel only documents this rule: `iov_iter_init()` and friends in lib/iov_iter.c trust the caller).
     CountExceedsSegments {
         /// Bytes requested.
         count: usize,

@@ -72,7 +72,7 @@ pub(crate) enum Kind<'a, P> {
 ///
 /// - `consumed <= capacity` and `count <= capacity - consumed`, where `capacity` is the count
 ///   given at construction, which the segments were checked to hold: so they always hold the
-///   bytes `count` promises (§9.1). Construction walks only the entries that count covers.
+///   bytes `count` promises (a rule lib/iov_iter.c only documents). Construction walks only the entries that count covers.
 /// - The position (`idx`, `iov_offset`) lies `consumed` bytes after the start position, with
 ///   `idx <= table.len()`; for UBUF `iov_offset == consumed`.
 /// - `source` agrees with `D` when `D` is [`Source`](crate::Source) or [`Dest`]; DISCARD is

@@ -401,7 +401,7 @@ impl IovModel {
     /// saved from any iterator. The kernel (lib/iov_iter.c) applies any state it is given: it sets
     /// `iov_offset` and `count` and moves the segment pointer back by the difference in
     /// `nr_segs`, so a state from another table leaves a position its segments do not back. The
-    /// rule a safe port keeps (§9.1) is: the state must come from an iterator over the same table
+    /// rule a safe port keeps (iov_iter_restore() in lib/iov_iter.c trusts its caller) is: the state must come from an iterator over the same table
     /// (so its position is a position in this table) and `count` must fit within what this
     /// iterator's construction count covers from that position. Anything else is refused and
     /// changes nothing.
