@@ -17,7 +17,7 @@
 # Writes DIR/kernel_iov.csv (default DIR: benches/results/; one row per kind: medians, ratio,
 # min/p10/p90/max of both sides, parameters, host load before/after, commit) and renders
 # DIR/kernel_iov_ratio.png with benches/plot_kernel_iov.py. The guest log is kept under
-# $RNVME_CACHE/logs/. Exit 0 iff the guest run passed and every kind has a result.
+# $RNVME_WORK/logs/. Exit 0 iff the guest run passed and every kind has a result.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -47,11 +47,11 @@ if [[ -z "$ko" ]]; then
 fi
 [[ -f "$ko" ]] || die "no module $ko"
 
-mkdir -p "$RNVME_CACHE/logs" "$out"
-logf="$RNVME_CACHE/logs/iov-bench-$variant-$(date +%Y%m%d-%H%M%S).log"
+mkdir -p "$RNVME_WORK/logs" "$out"
+logf="$RNVME_WORK/logs/iov-bench-$variant-$(date +%Y%m%d-%H%M%S).log"
 img=$("$q/mkinitramfs.sh" -k "$variant" --no-default-tests \
     --add "$ko:/lib/modules/extra/iovstack_bench.ko" --test "$q/guest-tests/40-iov-bench.sh" \
-    -o "$RNVME_CACHE/initramfs/iov-bench-$variant.cpio")
+    -o "$RNVME_WORK/initramfs/iov-bench-$variant.cpio")
 load_before=$(cut -d' ' -f1 /proc/loadavg)
 stage "guest run: ${size} MiB x $samples samples, ${table} MiB table, clock $clock"
 qemu_extra=()

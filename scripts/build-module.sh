@@ -3,7 +3,7 @@
 #
 #   scripts/build-module.sh [normal|debug] [clean] [make args, e.g. CLIPPY=1 V=1]
 #
-# The build runs in $RNVME_CACHE/module-build/<variant>/ (Kbuild stubs there include rnvme/Kbuild
+# The build runs in $RNVME_WORK/module-build/<variant>/ (Kbuild stubs there include rnvme/Kbuild
 # and each module directory's Kbuild with RNVME_REPO set), so nothing is generated inside the
 # repository.
 # Prints the path of each built .ko on stdout (everything else goes to stderr).
@@ -20,7 +20,7 @@ kbuild=$("$RNVME_REPO/scripts/kernel-path.sh" "$variant" build)
 mapfile -t makevars < <("$RNVME_REPO/scripts/kernel-path.sh" "$variant" make-vars)
 # `make CLIPPY=1` runs clippy-driver instead of rustc: use the pinned toolchain's.
 makevars+=("CLIPPY_DRIVER=$(dirname "$(rust_rustc)")/clippy-driver")
-out="${RNVME_MODULE_BUILD_DIR:-$RNVME_CACHE/module-build/$variant}"
+out="${RNVME_MODULE_BUILD_DIR:-$RNVME_WORK/module-build/$variant}"
 mkdir -p "$out"
 # One stub per Kbuild of rnvme/: the top one and one per module directory (rnvme/Kbuild lists
 # them), each including the repository's file of the same place.

@@ -17,6 +17,10 @@ RNVME_RECIPE_VERSION=3
 RNVME_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 RNVME_CACHE="${RNVME_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rnvme}"
 RNVME_CONFIG_DIR="${RNVME_CONFIG_DIR:-$RNVME_REPO/kernel-glue/config}"
+# Per-run outputs (initramfs images, guest logs, disk images, module build trees). Point it
+# elsewhere to run two checkouts side by side without clobbering each other; the kernels
+# and downloads stay in $RNVME_CACHE.
+RNVME_WORK="${RNVME_WORK:-$RNVME_CACHE}"
 export PATH="$HOME/.cargo/bin:$PATH"
 
 # ---- logging ----------------------------------------------------------------
@@ -160,7 +164,7 @@ driver_initramfs_args() {
         die "rnvme.ko ($variant) did not build"
     DRIVER_ARGS=(--add "$ko:/lib/modules/extra/rnvme.ko" --test "$gt/20-rnvme-basic.sh")
     # Passthrough char devices (issue 8): the test and its static helper for hostile ioctls.
-    local probe="$RNVME_CACHE/passthru-probe"
+    local probe="$RNVME_WORK/passthru-probe"
     cc -static -O2 -Wall -Werror -o "$probe" "$gt/passthru-probe.c" ||
         die "passthru-probe.c did not build (needs a static libc: libc6-dev)"
     DRIVER_ARGS+=(--add "$probe:/usr/bin/passthru-probe" --test "$gt/50-rnvme-passthru.sh")

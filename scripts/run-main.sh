@@ -29,11 +29,11 @@ selftest_initramfs_args normal
 stage "module (rnvme.ko, if it builds) + proof tests"
 proof_setup normal
 stage "initramfs"
-initramfs=$("$RNVME_REPO/tests/qemu/mkinitramfs.sh" -k normal -o "$RNVME_CACHE/initramfs/main.cpio" \
+initramfs=$("$RNVME_REPO/tests/qemu/mkinitramfs.sh" -k normal -o "$RNVME_WORK/initramfs/main.cpio" \
     "${SELFTEST_ARGS[@]}" "${PROOF_INITRAMFS_ARGS[@]}" "$@")
 stage "guest"
 rc=0
-logf="$RNVME_CACHE/logs/guest-main-$(date +%Y%m%d-%H%M%S)-$$.log"
+logf="$RNVME_WORK/logs/guest-main-$(date +%Y%m%d-%H%M%S)-$$.log"
 # shellcheck disable=SC2086
 "$RNVME_REPO/tests/qemu/run-guest.sh" -k normal -i "$initramfs" "${PROOF_GUEST_ARGS[@]}" -l "$logf" \
     ${RNVME_GUEST_ARGS:-} || rc=$?

@@ -23,9 +23,9 @@ driver_initramfs_args "$variant"
 stage_end
 
 img=$("$q/mkinitramfs.sh" -k "$variant" --no-default-tests "${DRIVER_ARGS[@]}" \
-    -o "$RNVME_CACHE/initramfs/rnvme-driver-$variant.cpio")
-mkdir -p "$RNVME_CACHE/logs"
-logf="$RNVME_CACHE/logs/rnvme-driver-$variant-$(date +%Y%m%d-%H%M%S).log"
+    -o "$RNVME_WORK/initramfs/rnvme-driver-$variant.cpio")
+mkdir -p "$RNVME_WORK/logs"
+logf="$RNVME_WORK/logs/rnvme-driver-$variant-$(date +%Y%m%d-%H%M%S).log"
 rc=0
 "$q/run-guest.sh" -k "$variant" -i "$img" -l "$logf" "$@" || rc=$?
 grep -aE '^(PASS|FAIL): ' "$logf" | tr -d '\r' | sed 's/^/  /' >&2 || true

@@ -13,7 +13,7 @@
 #      and the console log must show why: a non-zero mismatch count, FAIL lines for both the
 #      iov and the bio differential, and `selftest: FAIL`.
 #      This proves a mismatch reaches the harness as a failure.
-# Uses tests/qemu/mkinitramfs.sh and tests/qemu/run-guest.sh; logs under $RNVME_CACHE/logs/.
+# Uses tests/qemu/mkinitramfs.sh and tests/qemu/run-guest.sh; logs under $RNVME_WORK/logs/.
 # Exit 0 iff both runs behaved as required.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -49,13 +49,13 @@ common=(-k "$variant" --no-default-tests
 tests=()
 # Only the self-test's own guest tests (guest-tests/ also holds the driver's and the harness's).
 for t in "$gt"/1[0-9]-iovstack-*.sh; do tests+=(--test "$t"); done
-mkdir -p "$RNVME_CACHE/logs"
+mkdir -p "$RNVME_WORK/logs"
 stamp=$(date +%Y%m%d-%H%M%S)
 
 failed=0
 if ((normal_run)); then
-log1="$RNVME_CACHE/logs/iovstack-$variant-$stamp.log"
-img=$("$q/mkinitramfs.sh" "${common[@]}" "${tests[@]}" -o "$RNVME_CACHE/initramfs/iovstack-$variant.cpio")
+log1="$RNVME_WORK/logs/iovstack-$variant-$stamp.log"
+img=$("$q/mkinitramfs.sh" "${common[@]}" "${tests[@]}" -o "$RNVME_WORK/initramfs/iovstack-$variant.cpio")
 rc=0
 "$q/run-guest.sh" -k "$variant" -i "$img" --nvme 0 -l "$log1" --append "$append" "${timeout_args[@]}" \
     || rc=$?
@@ -69,9 +69,9 @@ fi
 fi
 
 if ((inject)); then
-    log2="$RNVME_CACHE/logs/iovstack-inject-$variant-$stamp.log"
+    log2="$RNVME_WORK/logs/iovstack-inject-$variant-$stamp.log"
     img=$("$q/mkinitramfs.sh" "${common[@]}" --test "$gt/selftest/90-iovstack-inject-fault.sh" \
-        -o "$RNVME_CACHE/initramfs/iovstack-inject-$variant.cpio")
+        -o "$RNVME_WORK/initramfs/iovstack-inject-$variant.cpio")
     rc=0
     "$q/run-guest.sh" -k "$variant" -i "$img" --nvme 0 -l "$log2" || rc=$?
     isummary=$(grep -aE '(^|[ :])differential: [0-9]+ cases, [0-9]+ mismatches' "$log2" | tail -n1 | tr -d '\r' || true)

@@ -52,9 +52,9 @@ for j in "${jobs[@]}"; do
             "$RNVME_REPO/scripts/build-kernel.sh" normal >/dev/null
             selftest_initramfs_args normal
             proof_setup normal
-            img=$("$q/mkinitramfs.sh" -k normal -o "$RNVME_CACHE/initramfs/test-normal.cpio" "${SELFTEST_ARGS[@]}" \
+            img=$("$q/mkinitramfs.sh" -k normal -o "$RNVME_WORK/initramfs/test-normal.cpio" "${SELFTEST_ARGS[@]}" \
                 "${PROOF_INITRAMFS_ARGS[@]}" "${extra[@]}")
-            logf="$RNVME_CACHE/logs/guest-normal-$(date +%Y%m%d-%H%M%S)-$$.log"
+            logf="$RNVME_WORK/logs/guest-normal-$(date +%Y%m%d-%H%M%S)-$$.log"
             result[$j]=PASS
             "$q/run-guest.sh" -k normal -i "$img" "${PROOF_GUEST_ARGS[@]}" -l "$logf" || result[$j]=FAIL
             proof_host_check "$logf" --self-test || result[$j]=FAIL
@@ -67,16 +67,16 @@ for j in "${jobs[@]}"; do
             selftest_initramfs_args debug
             if [[ "${RNVME_PROOF_DEBUG:-0}" == 1 ]]; then
                 proof_setup debug
-                img=$("$q/mkinitramfs.sh" -k debug -o "$RNVME_CACHE/initramfs/test-debug.cpio" "${SELFTEST_ARGS[@]}" \
+                img=$("$q/mkinitramfs.sh" -k debug -o "$RNVME_WORK/initramfs/test-debug.cpio" "${SELFTEST_ARGS[@]}" \
                     "${PROOF_INITRAMFS_ARGS[@]}" "${extra[@]}")
-                logf="$RNVME_CACHE/logs/guest-debug-$(date +%Y%m%d-%H%M%S)-$$.log"
+                logf="$RNVME_WORK/logs/guest-debug-$(date +%Y%m%d-%H%M%S)-$$.log"
                 result[$j]=PASS
                 "$q/run-guest.sh" -k debug -i "$img" "${PROOF_GUEST_ARGS[@]}" -l "$logf" || result[$j]=FAIL
                 proof_host_check "$logf" || result[$j]=FAIL
                 proof_cleanup
                 proof_summary "$logf"
             else
-                img=$("$q/mkinitramfs.sh" -k debug -o "$RNVME_CACHE/initramfs/test-debug.cpio" "${SELFTEST_ARGS[@]}" "${extra[@]}")
+                img=$("$q/mkinitramfs.sh" -k debug -o "$RNVME_WORK/initramfs/test-debug.cpio" "${SELFTEST_ARGS[@]}" "${extra[@]}")
                 if "$q/run-guest.sh" -k debug -i "$img"; then result[$j]=PASS; else result[$j]=FAIL; fi
             fi
             ;;
@@ -86,7 +86,7 @@ for j in "${jobs[@]}"; do
             "$RNVME_REPO/scripts/build-kernel.sh" normal >/dev/null
             result[$j]=PASS
             for t in 99-deliberate-fail 98-fake-kernel-report; do
-                img=$("$q/mkinitramfs.sh" -k normal -o "$RNVME_CACHE/initramfs/test-selftest-$t.cpio" \
+                img=$("$q/mkinitramfs.sh" -k normal -o "$RNVME_WORK/initramfs/test-selftest-$t.cpio" \
                     --no-default-tests --test "$q/guest/selftest/$t.sh")
                 rc=0
                 "$q/run-guest.sh" -k normal -i "$img" --nvme 0 -t 300 || rc=$?
@@ -99,9 +99,9 @@ for j in "${jobs[@]}"; do
             done
             # The integrity test must notice data changed behind fio's back (4 KiB overwritten
             # after fio wrote it and before it is read back from the device after the driver reload).
-            img=$("$q/mkinitramfs.sh" -k normal -o "$RNVME_CACHE/initramfs/test-selftest-integrity.cpio" \
+            img=$("$q/mkinitramfs.sh" -k normal -o "$RNVME_WORK/initramfs/test-selftest-integrity.cpio" \
                 --no-default-tests --test "$q/guest-tests/50-integrity-nvme.sh")
-            logf="$RNVME_CACHE/logs/guest-selftest-integrity-$(date +%Y%m%d-%H%M%S)-$$.log"
+            logf="$RNVME_WORK/logs/guest-selftest-integrity-$(date +%Y%m%d-%H%M%S)-$$.log"
             rc=0
             "$q/run-guest.sh" -k normal -i "$img" --topology proof -t 600 -l "$logf" \
                 --append "rnvme_integrity_mib=24 rnvme_integrity_corrupt=1" || rc=$?

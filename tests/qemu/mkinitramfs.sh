@@ -3,7 +3,7 @@
 #
 #   tests/qemu/mkinitramfs.sh [options]
 #     -k, --kernel VARIANT     kernel variant whose modules to include (normal|debug; default normal)
-#     -o, --output FILE        output (default $RNVME_CACHE/initramfs/<variant>.cpio)
+#     -o, --output FILE        output (default $RNVME_WORK/initramfs/<variant>.cpio)
 #     -a, --add SRC[:DEST]     add a file or directory (DEST defaults to /extra/<basename>);
 #                              repeatable. e.g. --add rnvme/rnvme.ko:/lib/modules/extra/rnvme.ko
 #     -t, --test FILE          add a guest test script as /tests/<basename> (repeatable);
@@ -37,7 +37,7 @@ while (($#)); do
     esac
 done
 need_cmd busybox fio cpio ldd
-out="${out:-$RNVME_CACHE/initramfs/$variant.cpio}"
+out="${out:-$RNVME_WORK/initramfs/$variant.cpio}"
 mkdir -p "$(dirname "$out")"
 
 stage "initramfs ($variant)"

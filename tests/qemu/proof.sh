@@ -33,8 +33,8 @@ proof_setup() {
     else
         log "proof: C driver only (rnvme.ko ${rnvme_ko:-not built}; RNVME_PROOF_RNVME=${RNVME_PROOF_RNVME:-1}): fio-compare runs nvme on both sides"
     fi
-    mkdir -p "$RNVME_CACHE/proof"
-    PROOF_WORK=$(mktemp -d "$RNVME_CACHE/proof/$variant.XXXXXX")
+    mkdir -p "$RNVME_WORK/proof"
+    PROOF_WORK=$(mktemp -d "$RNVME_WORK/proof/$variant.XXXXXX")
     PROOF_GUEST_ARGS=(--topology proof --keep-images "$PROOF_WORK/images")
     # Per-test timeouts: a few times the usual duration (normal: integrity ~2 min per driver on
     # an idle machine), so a hung driver fails its test instead of the whole run's time limit.

@@ -19,7 +19,7 @@
 #         --smp N            CPUs (default 2)
 #     -m, --mem SIZE         RAM (default 2G)
 #     -t, --timeout SECS     hard host-side timeout (default 900, 2400 for debug)
-#     -l, --log FILE         console log (default $RNVME_CACHE/logs/guest-<variant>-<time>.log)
+#     -l, --log FILE         console log (default $RNVME_WORK/logs/guest-<variant>-<time>.log)
 #         --append ARGS      extra kernel command line, e.g. 'rnvme_tests=10-*,30-*' (repeatable)
 # --ctrl controllers sit at fixed PCI addresses 0000:00:<0x10+k>.0; the guest learns them from
 # `rnvme_ctrls=SERIAL/BDF/QPAIRS/LBSxBYTES[+LBSxBYTES...][,...]` on its command line (QPAIRS 0 =
@@ -98,17 +98,17 @@ cleanup() {
     rm -rf "$workdir"
 }
 trap cleanup EXIT
-mkdir -p "$RNVME_CACHE/logs"
+mkdir -p "$RNVME_WORK/logs"
 # Keep the newest 100 default-named console logs.
 # Keep the newest 99 console logs. (No glob match on a fresh cache: nothing to prune, and the
 # failing `ls` must not end the run under pipefail.)
 shopt -s nullglob
-old_logs=("$RNVME_CACHE"/logs/guest-*.log)
+old_logs=("$RNVME_WORK"/logs/guest-*.log)
 shopt -u nullglob
 if ((${#old_logs[@]} > 99)); then
     ls -1t "${old_logs[@]}" | tail -n +100 | xargs -r rm -f
 fi
-logf="${logf:-$RNVME_CACHE/logs/guest-$variant-$(date +%Y%m%d-%H%M%S)-$$.log}"
+logf="${logf:-$RNVME_WORK/logs/guest-$variant-$(date +%Y%m%d-%H%M%S)-$$.log}"
 mkdir -p "$(dirname "$logf")"
 
 accel=(-accel tcg)
