@@ -9,8 +9,6 @@
 #include <linux/gfp.h>
 #include <linux/limits.h>
 #include <linux/mm.h>
-#include <linux/mman.h>
-#include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
@@ -61,21 +59,6 @@ void *rnvme_glue_bench_vmap_tiled(struct page *page, unsigned long npages)
 void rnvme_glue_bench_vunmap(const void *addr)
 {
 	vunmap(addr);
-}
-
-bool rnvme_glue_bench_has_mm(void)
-{
-	return current->mm != NULL;
-}
-
-unsigned long rnvme_glue_bench_vm_mmap(unsigned long len)
-{
-	return vm_mmap(NULL, 0, len, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, 0);
-}
-
-void rnvme_glue_bench_vm_munmap(unsigned long addr, unsigned long len)
-{
-	vm_munmap(addr, len);
 }
 
 unsigned long rnvme_glue_bench_copy_from_user(void *to, const void __user *from, unsigned long n)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * C helpers of kernel-glue-bench (iovstack_bench.ko): the memory the benchmark copies through
- * (one page tiled over a large vmap, an anonymous user mapping, a folio_queue chain), the
+ * (one page tiled over a large vmap, a folio_queue chain), the
  * kernel's own iov_iter copies run as timed loops in C (so no Rust-to-C call sits inside the C
  * side's timed region), and a monotonic clock. Rust declarations are generated from this header
  * by bindgen (rnvme/bench/Kbuild). Only iovstack_bench.ko links these.
@@ -36,13 +36,6 @@ void *rnvme_glue_bench_page_address(struct page *page);
 void *rnvme_glue_bench_vmap_tiled(struct page *page, unsigned long npages);
 /* vunmap(). */
 void rnvme_glue_bench_vunmap(const void *addr);
-
-/* current->mm != NULL (a task with a user address space, e.g. insmod). */
-bool rnvme_glue_bench_has_mm(void);
-/* vm_mmap() of an anonymous private read/write mapping of len bytes; address or -errno. */
-unsigned long rnvme_glue_bench_vm_mmap(unsigned long len);
-/* vm_munmap(). */
-void rnvme_glue_bench_vm_munmap(unsigned long addr, unsigned long len);
 
 /*
  * The user-copy steps of lib/iov_iter.c (copy_from_user_iter(), copy_to_user_iter()):

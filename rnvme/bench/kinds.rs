@@ -29,7 +29,7 @@ use iov::{Folio, IovIter, Iovec, Kvec, Source};
 use kernel_glue::KPage;
 use kernel_glue_bench::{
     c_copy::{self, Timed, SPLIT_PAGES},
-    now_ns, BenchMemory, CFolioQueue, TiledVmap, UserBuf,
+    now_ns, BenchMemory, CFolioQueue, TiledVmap, UserMapping,
 };
 
 /// Segments of the `kvec` kind (8 x 32 MiB at 256 MiB).
@@ -88,7 +88,7 @@ pub(crate) struct Geometry<'s, 'p> {
     /// The source: one page tiled over `npages` pages.
     pub(crate) src: &'s TiledVmap<'p>,
     /// The user mapping (`npages` pages, never written: reads the zero page).
-    pub(crate) user: &'s UserBuf,
+    pub(crate) user: &'s UserMapping,
     /// `npages` iovecs of 4 KiB over `user`.
     pub(crate) iovec: &'s [Iovec],
     /// [`KVEC_SEGS`] kvecs over `src`.

@@ -38,7 +38,7 @@ use kernel_glue::{
     params::{param_bool, param_uint},
     sched::cond_resched,
 };
-use kernel_glue_bench::{c_copy::Timed, BenchPage, CFolioQueue, TiledVmap, UserBuf};
+use kernel_glue_bench::{c_copy::Timed, BenchPage, CFolioQueue, TiledVmap, UserMapping};
 
 mod kinds;
 mod ops;
@@ -112,7 +112,7 @@ fn copies(npages: usize, samples: usize, inject: bool) -> Result<usize> {
     let mut dst_page = BenchPage::new()?;
     let src = TiledVmap::new(&mut src_page, npages)?;
     let mut scratch = TiledVmap::new(&mut dst_page, npages)?;
-    let user = UserBuf::new(npages * PAGE_SIZE)?;
+    let user = UserMapping::new(npages * PAGE_SIZE)?;
 
     let mut iovec = KVVec::with_capacity(npages, GFP_KERNEL)?;
     for i in 0..npages {

@@ -18,7 +18,7 @@ use kernel::bindings;
 
 use kernel_glue::{bio_vec_ptr, KPage};
 
-use crate::{helpers, CFolioQueue, TiledVmap, UserBuf};
+use crate::{helpers, CFolioQueue, TiledVmap, UserMapping};
 
 /// Result of one timed C run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -37,7 +37,7 @@ const _: () = {
 
 /// `ubuf`: `n` x { `iov_iter_ubuf(user, len)`; `copy_from_iter(scratch, len)` }, all timed.
 /// `None` if `len` exceeds the user buffer or the scratch buffer.
-pub fn ubuf(user: &UserBuf, len: usize, n: usize, scratch: &mut TiledVmap<'_>) -> Option<Timed> {
+pub fn ubuf(user: &UserMapping, len: usize, n: usize, scratch: &mut TiledVmap<'_>) -> Option<Timed> {
     if len > user.len() || len > scratch.len() {
         return None;
     }

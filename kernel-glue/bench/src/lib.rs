@@ -11,7 +11,8 @@
 //!
 //! - [`BenchPage`], [`TiledVmap`]: one page mapped many times in a row (`vmap`), the source and
 //!   destination of the kunit iov_iter benchmarks;
-//! - [`UserBuf`]: an anonymous mapping in the loading process (`vm_mmap`);
+//! - [`UserMapping`]: an anonymous mapping in the loading process (`vm_mmap`), the test glue's
+//!   (`kernel_glue_testing`), re-exported;
 //! - [`BenchMemory`]: [`iov::Memory`] over those, checked with one compare per access;
 //! - [`CFolioQueue`]: a `folio_queue` chain over the tiled page (`ITER_FOLIOQ`);
 //! - [`c_copy`]: the C side's timed loops, and [`now_ns`] the clock both sides use.
@@ -25,7 +26,6 @@ mod helpers;
 mod memory;
 mod page;
 mod tiled;
-mod user;
 
 pub mod c_copy;
 
@@ -34,4 +34,4 @@ pub use folioq::CFolioQueue;
 pub use memory::BenchMemory;
 pub use page::BenchPage;
 pub use tiled::TiledVmap;
-pub use user::UserBuf;
+pub use kernel_glue_testing::UserMapping;
