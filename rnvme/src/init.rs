@@ -195,6 +195,51 @@ impl Wait {
     }
 }
 
+/// A sequence of one register write and one bounded wait ([`Disable`], `ShutdownSeq`): the
+/// first poll writes (`start`, which returns the wait), every poll checks the wait, and a
+/// failure is sticky (later polls return the same error without touching the registers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OneWait {
+    wait: Option<Wait>,
+    failed: Option<InitError>,
+}
+
+impl OneWait {
+    /// Nothing written yet.
+    pub(crate) const fn new() -> Self {
+        Self {
+            wait: None,
+            failed: None,
+        }
+    }
+
+    /// One step: `start` on the first call, then one check of the wait.
+    pub(crate) fn poll<R: Registers + ?Sized>(
+        &mut self,
+        regs: &R,
+        now_ms: u64,
+        start: impl FnOnce(&R) -> Wait,
+    ) -> Result<Poll, InitError> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        let mut w = match self.wait {
+            Some(w) => w,
+            None => start(regs),
+        };
+        let r = w.check(regs, now_ms);
+        self.wait = Some(w);
+        match r {
+            Ok(true) => Ok(Poll::Done),
+            Ok(false) => Ok(Poll::Wait(POLL_INTERVAL_MS)),
+            Err(e) => {
+                self.failed = Some(e);
+                Err(e)
+            }
+        }
+    }
+}
+
 /// The admin queue the controller is enabled with: bus addresses (4 KiB aligned, physically
 /// contiguous) and sizes of the admin submission and completion queues.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -360,18 +405,12 @@ impl Enable {
 /// wait for CSTS.RDY=0, bounded by CAP.TO. Used before a reset or when the device is removed
 /// while broken.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Disable {
-    wait: Option<Wait>,
-    failed: Option<InitError>,
-}
+pub struct Disable(OneWait);
 
 impl Disable {
     /// A disable sequence; nothing is written before the first poll.
     pub const fn new() -> Self {
-        Self {
-            wait: None,
-            failed: None,
-        }
+        Self(OneWait::new())
     }
 
     /// Runs the sequence as far as it can without waiting.
@@ -385,33 +424,17 @@ impl Disable {
         regs: &R,
         now_ms: u64,
     ) -> Result<Poll, InitError> {
-        if let Some(e) = self.failed {
-            return Err(e);
-        }
-        let mut w = match self.wait {
-            Some(w) => w,
-            None => {
-                let cap = Cap::from_raw(regs.read64(REG_CAP));
-                let cc = Cc::from_raw(regs.read32(REG_CC));
-                regs.write32(
-                    REG_CC,
-                    cc.with_enable(false)
-                        .with_shutdown(crate::Shutdown::None)
-                        .raw(),
-                );
-                Wait::new(Phase::Disable, 1, 0, cap.ready_timeout_ms(), false)
-            }
-        };
-        let r = w.check(regs, now_ms);
-        self.wait = Some(w);
-        match r {
-            Ok(true) => Ok(Poll::Done),
-            Ok(false) => Ok(Poll::Wait(POLL_INTERVAL_MS)),
-            Err(e) => {
-                self.failed = Some(e);
-                Err(e)
-            }
-        }
+        self.0.poll(regs, now_ms, |regs| {
+            let cap = Cap::from_raw(regs.read64(REG_CAP));
+            let cc = Cc::from_raw(regs.read32(REG_CC));
+            regs.write32(
+                REG_CC,
+                cc.with_enable(false)
+                    .with_shutdown(crate::Shutdown::None)
+                    .raw(),
+            );
+            Wait::new(Phase::Disable, 1, 0, cap.ready_timeout_ms(), false)
+        })
     }
 }
 

@@ -4,8 +4,8 @@
 //!
 //! C header: [`include/linux/nvme.h`](srctree/include/linux/nvme.h)
 
-use crate::init::Wait;
-use crate::{Cc, InitError, Phase, Poll, Registers, Shutdown, POLL_INTERVAL_MS, REG_CC};
+use crate::init::{OneWait, Wait};
+use crate::{Cc, InitError, Phase, Poll, Registers, Shutdown, REG_CC};
 
 /// Default shutdown bound when RTD3E is 0 or smaller (the `shutdown_timeout` module parameter
 /// of the Linux driver, 5 s).
@@ -57,8 +57,7 @@ pub const fn shutdown_timeout_ms(rtd3e_us: u32) -> u32 {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShutdownSeq {
     limit_ms: u32,
-    wait: Option<Wait>,
-    failed: Option<InitError>,
+    seq: OneWait,
 }
 
 impl ShutdownSeq {
@@ -66,8 +65,7 @@ impl ShutdownSeq {
     pub const fn new(rtd3e_us: u32) -> Self {
         Self {
             limit_ms: shutdown_timeout_ms(rtd3e_us),
-            wait: None,
-            failed: None,
+            seq: OneWait::new(),
         }
     }
 
@@ -87,27 +85,12 @@ impl ShutdownSeq {
         regs: &R,
         now_ms: u64,
     ) -> Result<Poll, InitError> {
-        if let Some(e) = self.failed {
-            return Err(e);
-        }
-        let mut w = match self.wait {
-            Some(w) => w,
-            None => {
-                let cc = Cc::from_raw(regs.read32(REG_CC));
-                regs.write32(REG_CC, cc.with_shutdown(Shutdown::Normal).raw());
-                // SHST is bits 3:2; complete is 10b.
-                Wait::new(Phase::Shutdown, 0b1100, 0b1000, self.limit_ms, true)
-            }
-        };
-        let r = w.check(regs, now_ms);
-        self.wait = Some(w);
-        match r {
-            Ok(true) => Ok(Poll::Done),
-            Ok(false) => Ok(Poll::Wait(POLL_INTERVAL_MS)),
-            Err(e) => {
-                self.failed = Some(e);
-                Err(e)
-            }
-        }
+        let limit = self.limit_ms;
+        self.seq.poll(regs, now_ms, |regs| {
+            let cc = Cc::from_raw(regs.read32(REG_CC));
+            regs.write32(REG_CC, cc.with_shutdown(Shutdown::Normal).raw());
+            // SHST is bits 3:2; complete is 10b.
+            Wait::new(Phase::Shutdown, 0b1100, 0b1000, limit, true)
+        })
     }
 }
