@@ -197,9 +197,9 @@ impl Queue {
     }
 
     /// Takes up to `out.len()` valid completions off the ring, each resolved to its tag,
-    /// and writes the head doorbell. Invalid entries (bad phase, queue
-    /// id, SQ head, unknown or stale command id) are reported and dropped. Returns how many
-    /// were stored.
+    /// and writes the head doorbell. Invalid entries (bad phase, queue id, SQ head, unknown or
+    /// stale command id) are reported and dropped whole: no field of an entry is used before
+    /// all are validated (`nvme::accept_completion`). Returns how many were stored.
     pub(crate) fn drain(&self, out: &mut [Done]) -> usize {
         let mut n = 0;
         let mut r = self.rings.lock();
@@ -215,10 +215,8 @@ impl Queue {
                     continue;
                 }
             };
-            if let Err(e) = r.sq.update_head(c.sq_head) {
-                warn_limited!("queue {}: {}\n", self.qid, e);
-            }
-            match r.cids.complete(c.cid) {
+            // Command id and SQ head are both checked before either is used.
+            match nvme::accept_completion(&mut r.sq, &mut r.cids, &c) {
                 Ok(tag) => {
                     if let Some(slot) = out.get_mut(n) {
                         *slot = Done {
@@ -230,7 +228,7 @@ impl Queue {
                     }
                 }
                 Err(e) => {
-                    warn_limited!("queue {}: completion dropped: {}\n", self.qid, e);
+                    warn_limited!("queue {}: {}\n", self.qid, e);
                 }
             }
         }

@@ -188,17 +188,34 @@ impl<const N: usize> CidTable<N> {
     /// [`CidError::StaleGeneration`]: the completion must be ignored (logged); the table is
     /// unchanged and the command in flight, if any, stays in flight.
     pub fn complete(&mut self, cid: u16) -> Result<u16, CidError> {
-        let (tag, got) = split_cid(cid);
+        let tag = self.check(cid)?;
         let e = self.slot(tag)?;
-        if *e & IN_FLIGHT == 0 {
+        *e &= 0xf;
+        self.in_flight = self.in_flight.saturating_sub(1);
+        Ok(tag)
+    }
+
+    /// What [`CidTable::complete`] would return for `cid`, without changing the table (to
+    /// validate a whole completion entry before acting on any of its fields).
+    ///
+    /// # Errors
+    ///
+    /// As [`CidTable::complete`].
+    pub fn check(&self, cid: u16) -> Result<u16, CidError> {
+        let (tag, got) = split_cid(cid);
+        let depth = self.depth;
+        let e = *self
+            .entries
+            .get(usize::from(tag))
+            .filter(|_| usize::from(tag) < depth)
+            .ok_or(CidError::TagOutOfRange { tag, depth })?;
+        if e & IN_FLIGHT == 0 {
             return Err(CidError::NotInFlight { tag });
         }
-        let expected = *e & 0xf;
+        let expected = e & 0xf;
         if got != expected {
             return Err(CidError::StaleGeneration { tag, got, expected });
         }
-        *e = expected;
-        self.in_flight = self.in_flight.saturating_sub(1);
         Ok(tag)
     }
 

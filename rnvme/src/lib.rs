@@ -24,9 +24,10 @@
 //!   command ([`SubmissionEntry::read`], [`SubmissionEntry::write`], ...), [`SubmissionQueue::push`]
 //!   it, and on `bd->last` write [`SubmissionQueue::commit`]'s value to the tail doorbell.
 //! - **Completion** (IRQ handler or poll): drain [`CompletionQueue::next`]; for each valid
-//!   entry feed `sq_head` to [`SubmissionQueue::update_head`], resolve the command id with
-//!   [`CidTable::complete`] (an error means: log rate-limited, ignore the entry) and end the
-//!   request with [`BlkStatus::from_nvme`]; finally write [`CompletionQueue::doorbell`]'s value.
+//!   entry [`accept_completion`] checks the command id ([`CidTable`]) and the SQ head
+//!   ([`SubmissionQueue`]) before applying either (an error means: log rate-limited, ignore the
+//!   whole entry), then end the request with [`BlkStatus::from_nvme`]; finally write
+//!   [`CompletionQueue::doorbell`]'s value.
 //!
 //! ```
 //! use nvme::*;
@@ -61,10 +62,9 @@
 //! let mut ended = Vec::new();
 //! while let Some(r) = cq.next(&cqm) {
 //!     let Ok(c) = r else { continue };              // log and ignore
-//!     let _ = sq.update_head(c.sq_head);
-//!     match cids.complete(c.cid) {
+//!     match accept_completion(&mut sq, &mut cids, &c) {
 //!         Ok(tag) => ended.push((tag, BlkStatus::from_nvme(c.status))),
-//!         Err(e) => assert_eq!(e, CidError::NotInFlight { tag: 5 }),   // the duplicate
+//!         Err(e) => assert_eq!(e, ReapError::Cid(CidError::NotInFlight { tag: 5 })),   // the duplicate
 //!     }
 //! }
 //! assert_eq!(ended, [(5, BlkStatus::Ok)]);
@@ -91,6 +91,7 @@ mod limits;
 mod passthru;
 mod prp;
 mod queues;
+mod reap;
 mod reg_values;
 mod regs;
 mod sgl;
@@ -131,6 +132,7 @@ pub use prp::{
     PRP_SMALL_POOL_ENTRIES,
 };
 pub use queues::{QueueGrant, QueuePlan, QueuePlanError};
+pub use reap::{accept_completion, ReapError};
 pub use reg_values::{Aqa, Cap, Cc, Csts, Shutdown, ShutdownStatus};
 pub use regs::{
     DoorbellError, Doorbells, Registers, REG_ACQ, REG_AQA, REG_ASQ, REG_CAP, REG_CC, REG_CSTS,

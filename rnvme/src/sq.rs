@@ -213,6 +213,19 @@ impl SubmissionQueue {
     /// [`SqError::BadHead`] if `head` is not between the current head and the tail (it would
     /// free slots the host never filled, or move backwards); the head is then unchanged.
     pub fn update_head(&mut self, head: u16) -> Result<(), SqError> {
+        self.check_head(head)?;
+        // INVARIANT: head < depth and lies in the outstanding window (checked above).
+        self.head = head;
+        Ok(())
+    }
+
+    /// What [`SubmissionQueue::update_head`] would return for `head`, without changing the
+    /// queue.
+    ///
+    /// # Errors
+    ///
+    /// As [`SubmissionQueue::update_head`].
+    pub fn check_head(&self, head: u16) -> Result<(), SqError> {
         let ok = u32::from(head) < self.depth
             && self.distance(head, self.head) <= self.distance(self.tail, self.head);
         if !ok {
@@ -222,8 +235,6 @@ impl SubmissionQueue {
                 tail: self.tail,
             });
         }
-        // INVARIANT: head < depth and lies in the outstanding window.
-        self.head = head;
         Ok(())
     }
 

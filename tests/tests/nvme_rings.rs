@@ -79,3 +79,75 @@ proptest! {
         prop_assert_eq!(host.ctrl.bad_doorbells, 0);
     }
 }
+
+proptest! {
+    /// `accept_completion` against a model: a completion is taken iff its command id names
+    /// the generation in flight on its tag and its SQ head lies between the host's head and
+    /// tail; a refused one changes neither the SQ head nor any tag's state, whatever field was
+    /// bad (issue 7: the whole entry is validated before any field is used).
+    #[test]
+    fn completion_is_validated_whole_before_use(
+        depth in 2u32..64,
+        started in proptest::collection::vec(any::<u16>(), 0..40),
+        consumed in any::<u16>(),
+        cqes in proptest::collection::vec((any::<u16>(), any::<u16>(), any::<bool>()), 1..60),
+    ) {
+        let tags = depth as usize - 1;
+        let mut sq = SubmissionQueue::new(1, depth).unwrap();
+        let mut cids = nvme::CidTable::<64>::new(tags).unwrap();
+        // Model: tag -> cid in flight; the SQ window as (head, tail) counters.
+        let mut model: std::collections::HashMap<u16, u16> = Default::default();
+        for t in started {
+            let tag = t % tags as u16;
+            if model.contains_key(&tag) || sq.is_full() {
+                continue;
+            }
+            let cid = cids.start(tag).unwrap();
+            sq.push(&mut Discard, &SubmissionEntry::flush(1)).unwrap();
+            model.insert(tag, cid);
+        }
+        let _ = sq.commit();
+        // The device consumed some of the entries.
+        let used = sq.used();
+        let adv = if used == 0 { 0 } else { u32::from(consumed) % (used + 1) };
+        sq.update_head(((u32::from(sq.head()) + adv) % depth) as u16).unwrap();
+        for (raw_cid, raw_head, use_real) in cqes {
+            // Half the entries use a real command id (maybe of a completed command).
+            let cid = if use_real && !model.is_empty() {
+                let k = *model.keys().nth(usize::from(raw_cid) % model.len()).unwrap();
+                model[&k]
+            } else {
+                raw_cid
+            };
+            let sq_head = raw_head % depth as u16;
+            let (head0, tail) = (u32::from(sq.head()), u32::from(sq.tail()));
+            let dist = |a: u32, b: u32| (a + depth - b) % depth;
+            let head_ok = dist(u32::from(sq_head), head0) <= dist(tail, head0);
+            let (tag, gen) = nvme::split_cid(cid);
+            let cid_ok = model.get(&tag).is_some_and(|&c| nvme::split_cid(c).1 == gen)
+                && usize::from(tag) < tags;
+            let before: Vec<bool> = (0..tags as u16).map(|t| cids.is_in_flight(t)).collect();
+            let c = nvme::Completion { cid, status: nvme::Status::from_raw(0), result: 0, sq_head };
+            match nvme::accept_completion(&mut sq, &mut cids, &c) {
+                Ok(t) => {
+                    prop_assert!(cid_ok && head_ok, "accepted cid {cid:#x} head {sq_head}");
+                    prop_assert_eq!(t, tag);
+                    prop_assert_eq!(sq.head(), sq_head);
+                    prop_assert!(!cids.is_in_flight(t));
+                    model.remove(&t);
+                }
+                Err(e) => {
+                    prop_assert!(!(cid_ok && head_ok), "refused a valid entry: {e}");
+                    match e {
+                        nvme::ReapError::Cid(_) => prop_assert!(!cid_ok),
+                        nvme::ReapError::SqHead(_) => prop_assert!(cid_ok && !head_ok),
+                        _ => prop_assert!(false, "unknown error {e}"),
+                    }
+                    prop_assert_eq!(u32::from(sq.head()), head0);
+                    let after: Vec<bool> = (0..tags as u16).map(|t| cids.is_in_flight(t)).collect();
+                    prop_assert_eq!(before, after);
+                }
+            }
+        }
+    }
+}

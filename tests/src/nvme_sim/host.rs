@@ -205,13 +205,8 @@ impl Host {
                     continue;
                 }
             };
-            match hq.cids.complete(c.cid) {
-                Ok(tag) => {
-                    if let Err(e) = hq.sq.update_head(c.sq_head) {
-                        self.rejected.push(format!("q{q}: {e}"));
-                    }
-                    out.push((tag, c));
-                }
+            match nvme::accept_completion(&mut hq.sq, &mut hq.cids, &c) {
+                Ok(tag) => out.push((tag, c)),
                 Err(e) => self.rejected.push(format!("q{q}: {e}")),
             }
         }

@@ -1,0 +1,73 @@
+//! Accepting one completion: every field of the entry is validated before any is acted on
+//! (the command id against the [`CidTable`], the SQ head against the [`SubmissionQueue`]), the
+//! counterpart of the command id check in `nvme_handle_cqe()` (`drivers/nvme/host/pci.c`),
+//! which rnvme extends to the SQ head.
+//!
+//! C header: [`include/linux/nvme.h`](srctree/include/linux/nvme.h)
+//!
+//! An entry with any bad field is dropped whole: its SQ head is not applied and its command,
+//! if the id names one, stays in flight (the request then times out: a device that writes a bad
+//! SQ head cannot be trusted with the status either).
+
+use core::fmt;
+
+use crate::{CidError, CidTable, Completion, SqError, SubmissionQueue};
+
+/// Why a completion entry was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReapError {
+    /// The command id is out of range, not in flight, or of another generation.
+    Cid(CidError),
+    /// The SQ head is not between the host's head and tail.
+    SqHead(SqError),
+}
+
+impl fmt::Display for ReapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Cid(e) => write!(f, "completion dropped: {e}"),
+            Self::SqHead(e) => write!(f, "completion dropped: {e}"),
+        }
+    }
+}
+
+impl core::error::Error for ReapError {}
+
+/// Validates all of `c` (from [`crate::CompletionQueue::next`], which checked phase, SQ id and
+/// the SQ head's range), then applies it: the SQ head moves, the command id's tag goes idle.
+/// Returns the tag.
+///
+/// # Errors
+///
+/// A [`ReapError`]; `sq` and `cids` are then unchanged.
+///
+/// # Examples
+///
+/// ```
+/// use nvme::{accept_completion, CidTable, Completion, ReapError, Status, SubmissionQueue};
+/// let mut sq = SubmissionQueue::new(1, 8)?;
+/// let mut cids = CidTable::<8>::new(7).unwrap();
+/// let cid = cids.start(3).unwrap();
+/// // (the entry was pushed: the tail is 1)
+/// # struct M; impl nvme::SubmissionMemory for M { fn write_entry(&mut self, _: u16, _: &nvme::SubmissionEntry) {} }
+/// # sq.push(&mut M, &nvme::SubmissionEntry::default()).unwrap();
+/// let c = |cid, sq_head| Completion { cid, status: Status::from_raw(0), result: 0, sq_head };
+/// // A valid id with an SQ head past the tail: dropped whole, the command stays in flight.
+/// assert!(matches!(accept_completion(&mut sq, &mut cids, &c(cid, 5)), Err(ReapError::SqHead(_))));
+/// assert!(cids.is_in_flight(3));
+/// assert_eq!(accept_completion(&mut sq, &mut cids, &c(cid, 1)), Ok(3));
+/// assert_eq!(sq.head(), 1);
+/// # Ok::<(), nvme::SqError>(())
+/// ```
+pub fn accept_completion<const N: usize>(
+    sq: &mut SubmissionQueue,
+    cids: &mut CidTable<N>,
+    c: &Completion,
+) -> Result<u16, ReapError> {
+    cids.check(c.cid).map_err(ReapError::Cid)?;
+    sq.check_head(c.sq_head).map_err(ReapError::SqHead)?;
+    // Both checked above, so neither can fail now; map anyway rather than assume.
+    sq.update_head(c.sq_head).map_err(ReapError::SqHead)?;
+    cids.complete(c.cid).map_err(ReapError::Cid)
+}
