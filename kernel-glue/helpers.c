@@ -13,6 +13,7 @@
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/io.h>
 #include <linux/mm.h>
+#include <linux/mutex.h>
 #include <linux/pci.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
@@ -312,6 +313,26 @@ unsigned long rnvme_glue_spin_lock_irqsave(spinlock_t *lock)
 void rnvme_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
 {
 	spin_unlock_irqrestore(lock, flags);
+}
+
+void rnvme_glue_mutex_init(struct mutex *lock)
+{
+	mutex_init(lock);
+}
+
+int rnvme_glue_mutex_lock_interruptible(struct mutex *lock)
+{
+	return mutex_lock_interruptible(lock);
+}
+
+void rnvme_glue_mutex_unlock(struct mutex *lock)
+{
+	mutex_unlock(lock);
+}
+
+void rnvme_glue_mutex_destroy(struct mutex *lock)
+{
+	mutex_destroy(lock);
 }
 
 unsigned int rnvme_glue_num_online_cpus(void)

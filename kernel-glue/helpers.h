@@ -17,6 +17,7 @@ struct blk_mq_tags;
 struct device;
 struct dma_pool;
 struct gendisk;
+struct mutex;
 struct page;
 struct pci_dev;
 struct queue_limits;
@@ -117,6 +118,14 @@ void rnvme_glue_spin_lock_init(spinlock_t *lock);
 unsigned long rnvme_glue_spin_lock_irqsave(spinlock_t *lock);
 /* spin_unlock_irqrestore(). */
 void rnvme_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
+/* mutex_init() (one lockdep class for all kernel-glue sleeping locks). */
+void rnvme_glue_mutex_init(struct mutex *lock);
+/* mutex_lock_interruptible(): 0 or -EINTR. */
+int rnvme_glue_mutex_lock_interruptible(struct mutex *lock);
+/* mutex_unlock(). */
+void rnvme_glue_mutex_unlock(struct mutex *lock);
+/* mutex_destroy(). */
+void rnvme_glue_mutex_destroy(struct mutex *lock);
 
 /* NVMe passthrough: character devices, user requests, io_uring commands. */
 #include "passthru.h"

@@ -15,6 +15,7 @@
 //! - [`params`]: C-declared module parameters; [`sched`]: `cond_resched`;
 //! - for drivers: [`pci`] (driver registration by class, enable, bus mastering, DMA mask),
 //!   [`io`] (bounds-checked MMIO on a BAR), [`irq`] (MSI-X/MSI/INTx vectors and handlers),
+//!   [`sync`] and [`mutex`] (IRQ-safe spinlock, interruptible sleeping lock),
 //!   [`dma`] (coherent buffers, pools, streaming mappings), [`block::mq`] (tag sets, requests
 //!   with a PDU, disks), [`error`] (errno and `blk_status_t`), [`time`] (`msleep`).
 //!
@@ -35,6 +36,7 @@ pub mod dma;
 pub mod error;
 pub mod io;
 pub mod irq;
+pub mod mutex;
 pub mod params;
 pub mod pci;
 pub mod sched;

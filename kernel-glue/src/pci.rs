@@ -99,6 +99,14 @@ impl Device {
         })
     }
 
+    /// Stops the device from initiating DMA (`pci_clear_master()`), for a controller that did
+    /// not stop when told to: memory it might still write can then be freed. Bus mastering
+    /// stays off (a [`BusMaster`] drop clears it again, which is harmless).
+    pub fn clear_bus_master(&self) {
+        // SAFETY: `pdev` is valid (type invariant); clearing bus mastering is always allowed.
+        unsafe { helpers::rnvme_glue_pci_set_master(self.pdev.as_ptr(), false) };
+    }
+
     /// Length of memory BAR `bar`, 0 if it is not a memory BAR.
     pub fn mem_bar_len(&self, bar: i32) -> u64 {
         // SAFETY: `pdev` is valid (type invariant); the helper checks `bar`.

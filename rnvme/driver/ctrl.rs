@@ -6,7 +6,7 @@
 //!
 //! C header: [`include/linux/pci.h`](srctree/include/linux/pci.h)
 
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use kernel::{c_str, prelude::*, sync::Arc};
 use kernel_glue::{
@@ -140,7 +140,7 @@ impl Controller {
             pr_err!("{}: enable failed: {}\n", dev.name(), e);
             ENODEV
         })?;
-        let admin = Admin::new(aq);
+        let admin = Admin::new(aq, bar.clone(), dev.clone());
 
         let idc = IdentifyController::parse(&identify(&admin, dev, Cns::Controller, 0)?)
             .map_err(|_| EIO)?;
@@ -204,8 +204,6 @@ impl Controller {
                 queues,
                 pool,
                 dev: dev.clone(),
-                bar: bar.clone(),
-                dead: AtomicBool::new(false),
                 admin,
                 sgls: idc.supports_sgls(),
                 sgl_threshold: params.sgl_threshold,
@@ -377,7 +375,7 @@ impl Controller {
         self.passthru = None;
         // del_gendisk: waits for and drains outstanding I/O of each disk.
         self.disks = KVec::new();
-        let dead = self.io.dead.load(Ordering::Acquire);
+        let dead = self.io.admin.is_dead();
         if !dead {
             for q in self.io.queues.iter().rev() {
                 let qid = q.qid();

@@ -13,20 +13,17 @@ use kernel_glue::{
     block::mq::{HwQueue, Op, Operations, OwnedRequest, Request, TagSet, TimeoutAction},
     dma::{Direction, DmaPool, Mapping, PoolBlock},
     error::BlkStatus,
-    io::Bar,
     irq::{Handler, IrqReturn},
     pci,
-    time::msleep,
     KPage,
 };
-use nvme::{Disable, DsmRange, Poll, SglPolicy, SubmissionEntry, DSM_MAX_RANGES};
+use nvme::{DsmRange, SglPolicy, SubmissionEntry, DSM_MAX_RANGES};
 
 use crate::{
     admin::Admin,
     dptr,
     queue::{Done, Queue},
     ratelimit::warn_limited,
-    regs::BarRegs,
 };
 
 /// Most data segments of one request (`max_segments`).
@@ -48,16 +45,13 @@ pub(crate) struct IoData {
     pub(crate) pool: Arc<DmaPool>,
     /// The PCI device (DMA mappings).
     pub(crate) dev: pci::Device,
-    /// BAR0 (controller disable after a timeout).
-    pub(crate) bar: Arc<Bar>,
-    /// The admin queue (Abort after a timeout; also used by probe and remove).
+    /// The admin queue (Abort and controller disable after a timeout; also used by probe and
+    /// remove).
     pub(crate) admin: Admin,
     /// The controller supports SGLs (Identify Controller SGLS).
     pub(crate) sgls: bool,
     /// Average segment size from which SGLs are used (0: never).
     pub(crate) sgl_threshold: u32,
-    /// Set once the controller was disabled: every new request fails.
-    pub(crate) dead: AtomicBool,
 }
 
 /// Per-request state the completion and timeout paths share.
@@ -298,35 +292,6 @@ impl IoOps {
             }
         }
     }
-
-    /// Disables the controller (bounded by CAP.TO): every command is then dead and its memory
-    /// no longer accessed by the device.
-    fn disable(data: &IoData) {
-        if data.dead.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        pr_err!(
-            "{}: I/O timeout: disabling the controller\n",
-            data.dev.name()
-        );
-        let regs = BarRegs(&data.bar);
-        let mut d = Disable::new();
-        let mut now = 0u64;
-        // Bounded: `Disable` fails once its CAP.TO deadline has passed on this clock.
-        loop {
-            match d.poll(&regs, now) {
-                Ok(Poll::Wait(ms)) => {
-                    msleep(ms);
-                    now += u64::from(ms);
-                }
-                Ok(Poll::Done) => break,
-                Err(e) => {
-                    pr_err!("{}: disable failed: {}\n", data.dev.name(), e);
-                    break;
-                }
-            }
-        }
-    }
 }
 
 impl Operations for IoOps {
@@ -341,7 +306,7 @@ impl Operations for IoOps {
         mut rq: OwnedRequest<Self>,
         last: bool,
     ) -> Result<(), BlkStatus> {
-        if data.dead.load(Ordering::Acquire) {
+        if data.admin.is_dead() {
             return Err(BlkStatus::IOERR);
         }
         let q = data.queues.get(hctx_idx as usize).ok_or(BlkStatus::IOERR)?;
@@ -401,7 +366,7 @@ impl Operations for IoOps {
             RqShared::complete(rq, status);
             return TimeoutAction::Done;
         }
-        if !data.dead.load(Ordering::Acquire) {
+        if !data.admin.is_dead() {
             warn_limited!(
                 "{}: queue {}: tag {} timed out\n",
                 data.dev.name(),
@@ -423,7 +388,7 @@ impl Operations for IoOps {
         }
         // Abort did not help: stop the controller (all its DMA), then fail the request. Every
         // other request in flight times out in turn and is failed here at once.
-        Self::disable(data);
+        data.admin.disable("I/O timeout");
         if q.cancel(tag) {
             RqShared::complete(rq, BlkStatus::TIMEOUT.as_raw());
         }

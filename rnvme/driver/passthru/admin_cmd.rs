@@ -8,11 +8,14 @@
 //!
 //! rnvme's admin queue has no blk-mq tag set (its commands are polled, one at a time), so a user
 //! command's data goes through a bounce buffer in coherent DMA memory: copied from user space
-//! before a write, to user space after a read. User commands are serialized among themselves;
-//! the driver's own admin commands (probe, remove, Abort) are refused with `EBUSY` by the
-//! command id table while one runs, as they are among themselves.
-
-use core::sync::atomic::Ordering;
+//! before a write, to user space after a read. User commands are serialized among themselves by
+//! a sleeping lock (a waiter can be interrupted by a signal: `EINTR`), whose holder is bounded
+//! by its command's timeout; the driver's own admin commands (probe, remove, Abort) are refused
+//! with `EBUSY` by the command id table while one runs, as they are among themselves.
+//!
+//! A command that times out disables the controller before `ETIMEDOUT` is returned
+//! (`Admin::exec_done`, as `nvme_timeout()` in `drivers/nvme/host/pci.c` resets the controller
+//! for a timed-out admin command), so the bounce buffer and PRP list are freed on every path.
 
 use kernel::{prelude::*, uaccess::UserSlice};
 use kernel_glue::{
@@ -22,7 +25,7 @@ use kernel_glue::{
 use nvme::{SubmissionEntry, UserCmd};
 
 use super::Inner;
-use crate::{dptr, queue::Done};
+use crate::dptr;
 
 /// Largest admin data transfer (the I/O limit: one PRP list page).
 const MAX_ADMIN_DATA: u32 = 2 * 1024 * 1024;
@@ -59,8 +62,9 @@ fn copy(buf: &CoherentAllocation, addr: u64, len: usize, to_device: bool) -> Res
 ///
 /// # Errors
 ///
-/// `EINVAL` (metadata, too long), `EFAULT` (bad user buffer), `ENOMEM`, `EBUSY` (the driver
-/// holds the admin queue), `ETIMEDOUT`.
+/// `EINVAL` (metadata, too long), `EFAULT` (bad user buffer), `ENOMEM`, `EINTR` (a signal
+/// while waiting for another user admin command), `EBUSY` (the driver holds the admin queue),
+/// `ETIMEDOUT` (the controller was then disabled), `ENODEV` (the controller is disabled).
 pub(super) fn exec(inner: &Inner, cmd: &UserCmd, mut entry: SubmissionEntry) -> Result<(i32, u64)> {
     let len = if cmd.has_data() { cmd.data_len } else { 0 };
     // No metadata on the admin queue (`nvme_map_user_request()`: no integrity profile).
@@ -82,33 +86,25 @@ pub(super) fn exec(inner: &Inner, cmd: &UserCmd, mut entry: SubmissionEntry) -> 
     } else {
         None
     };
-    let mut list = None;
-    if let Some(b) = &buf {
-        let seg = [MappedSegment {
-            addr: b.dma_handle(),
-            len: len as u32,
-        }];
-        let (dp, page) = dptr::build(&seg, &io.pool)?;
-        entry.set_data_pointer(dp);
-        list = page;
-    }
-
-    // One user admin command at a time.
-    while inner.admin_busy.swap(true, Ordering::AcqRel) {
-        msleep(1);
-    }
-    let res = run(inner, entry, cmd.timeout_ms);
-    inner.admin_busy.store(false, Ordering::Release);
-    let (status, result) = match res {
-        Ok(r) => r,
-        Err(e) => {
-            if e == kernel_glue::error::etimedout() {
-                // The device may still write the buffer: never free it.
-                core::mem::forget(buf);
-                core::mem::forget(list);
-            }
-            return Err(e);
+    // The PRP list page, if any: lives until the command is over (freed by its drop).
+    let _list = match &buf {
+        Some(b) => {
+            let seg = [MappedSegment {
+                addr: b.dma_handle(),
+                len: len as u32,
+            }];
+            let (dp, page) = dptr::build(&seg, &io.pool)?;
+            entry.set_data_pointer(dp);
+            page
         }
+        None => None,
+    };
+
+    // One user admin command at a time; on every error path (a timeout included, after which
+    // the controller is disabled) `buf` and `_list` are freed by their drops.
+    let (status, result) = {
+        let _held = inner.admin_lock.lock_interruptible()?;
+        run(inner, entry, cmd.timeout_ms)?
     };
     if let Some(b) = &buf {
         if !cmd.is_write() {
@@ -118,35 +114,26 @@ pub(super) fn exec(inner: &Inner, cmd: &UserCmd, mut entry: SubmissionEntry) -> 
     Ok((i32::from(status), result))
 }
 
-/// Submits `entry` on the admin queue's tag and polls for its completion (bounded).
-fn run(inner: &Inner, mut entry: SubmissionEntry, timeout_ms: u32) -> Result<(u16, u64)> {
-    let q = inner.io.admin.queue();
-    let mut waited = 0u32;
-    while q.submit(0, &mut entry, true).is_err() {
-        if waited >= BUSY_WAIT_MS {
-            return Err(EBUSY);
-        }
-        msleep(1);
-        waited += 1;
-    }
+/// Submits `entry` on the admin queue's tag and polls for its completion (bounded by the
+/// command's timeout; on a timeout the controller is disabled, see `Admin::exec_done`).
+fn run(inner: &Inner, entry: SubmissionEntry, timeout_ms: u32) -> Result<(u16, u64)> {
+    let admin = &inner.io.admin;
     let limit = if timeout_ms == 0 {
         DEFAULT_TIMEOUT_MS
     } else {
         timeout_ms
     };
+    // The driver may hold the admin queue's tag for one of its own commands (an Abort from the
+    // timeout handler): wait for it, bounded.
     let mut waited = 0u32;
     loop {
-        let mut done = [Done::EMPTY; 1];
-        if q.drain(&mut done) == 1 {
-            let [d] = done;
-            return Ok((d.status.code(), d.result));
+        match admin.exec_done(entry, limit) {
+            Err(e) if e == EBUSY && waited < BUSY_WAIT_MS => {
+                msleep(1);
+                waited += 1;
+            }
+            Err(e) => return Err(e),
+            Ok(d) => return Ok((d.status.code(), d.result)),
         }
-        if waited >= limit {
-            // Forget the command; a late completion is dropped as not in flight.
-            q.cancel(0);
-            return Err(kernel_glue::error::etimedout());
-        }
-        msleep(1);
-        waited += 1;
     }
 }

@@ -20,12 +20,11 @@ mod io_cmd;
 
 pub(crate) use io_cmd::{is_user_op, prepare, RqPassthru};
 
-use core::sync::atomic::AtomicBool;
-
 use kernel::{prelude::*, sync::Arc, uaccess::UserSlice};
 use kernel_glue::{
     block::mq::GenDisk,
     chardev::{capable_sys_admin, CharDev, FileOps, Issued, UringCmd},
+    mutex::SleepLock,
     user_rq::DiskRef,
 };
 use nvme::{
@@ -62,8 +61,8 @@ pub(crate) struct Inner {
     effects_log: Option<KVec<u8>>,
     /// The namespaces with a disk.
     ns: KVec<NsInfo>,
-    /// A user admin command is running.
-    admin_busy: AtomicBool,
+    /// Held while a user admin command runs (they run one at a time).
+    admin_lock: SleepLock<()>,
 }
 
 /// The state of one controller's character devices, shared with their open files.
@@ -132,7 +131,7 @@ impl Devices {
                 io: io.clone(),
                 effects_log: read_effects(io),
                 ns,
-                admin_busy: AtomicBool::new(false),
+                admin_lock: SleepLock::new(())?,
             },
             GFP_KERNEL,
         )?;

@@ -183,5 +183,36 @@ else
     fail "rnvme-reload-poll-disks"
 fi
 
+# A user admin command that times out (issue 7): an Asynchronous Event Request, which QEMU's
+# controller holds until an event happens, with a 500 ms timeout. The driver must disable the
+# controller before it frees the command's buffers (nvme_timeout() for the admin queue), report
+# ETIMEDOUT, and nothing may hang afterwards: I/O on the disk ends, rmmod works. (The debug
+# kernel's DMA-API debugging and kmemleak scan see any buffer leaked or freed while mapped.)
+c=/dev/${d%n*}
+if command -v nvme >/dev/null 2>&1 && [ -c "$c" ]; then
+    n0=$(dmesg | grep -c 'admin command 0xc timed out')
+    t0=$(cut -d. -f1 /proc/uptime)
+    if timeout 60 nvme admin-passthru "$c" --opcode=0x0c --timeout=500 > /tmp/aer.out 2>&1; then
+        rc=0
+    else
+        rc=$?
+    fi
+    t1=$(cut -d. -f1 /proc/uptime)
+    sed 's/^/aer: /' /tmp/aer.out
+    n1=$(dmesg | grep -c 'admin command 0xc timed out')
+    dmesg | grep -E 'admin command 0xc|disabling the controller|rnvme.*reset' | tail -5 | sed 's/^/dmesg: /'
+    if [ "$rc" != 0 ] && [ "$rc" != 124 ] && [ "$n1" -gt "$n0" ]; then
+        pass "rnvme-admin-timeout-reported (exit $rc after $((t1 - t0)) s)"
+    else
+        fail "rnvme-admin-timeout-reported (exit $rc after $((t1 - t0)) s, kernel reports $n0 -> $n1)"
+    fi
+    timeout 60 dd if=/dev/$d of=/dev/null bs=4k count=16 iflag=direct 2>/dev/null
+    rc=$?
+    [ "$rc" != 124 ] && pass "rnvme-io-ends-after-admin-timeout (dd exit $rc)" ||
+        fail "rnvme-io-ends-after-admin-timeout (dd hung)"
+else
+    echo "admin timeout check not run (no nvme-cli or no $c)"
+fi
+
 check rnvme-final-unload rmmod rnvme
 for b in $ctrls; do nvme_release "$b"; done
