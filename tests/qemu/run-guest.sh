@@ -9,13 +9,22 @@
 #     -n, --nvme N           number of plain NVMe controllers, one namespace each on its own raw
 #                            image (default 1, or 0 when --ctrl/--topology is given)
 #         --nvme-size SIZE   plain controllers' image size (default 256M)
-#         --ctrl SPEC        add a controller (repeatable): serial=S[,ns=LBS:SIZE[+LBS:SIZE...]][,qpairs=N]
+#         --ctrl SPEC        add a controller (repeatable): serial=S[,ns=LBS:SIZE[+LBS:SIZE...]][,qpairs=N][,hotplug=1]
 #                            e.g. serial=rnvme-a,ns=512:384M+4096:256M  serial=rnvme-q,qpairs=1
 #                            (default ns=512:64M; qpairs sets QEMU's max_ioqpairs). Namespace k is
 #                            -device nvme-ns nsid=k with that logical = physical block size.
-#         --topology NAME    a named set of --ctrl (see topology_ctrls below): proof
+#                            hotplug=1 (one namespace): the image is a -blockdev node and the
+#                            controller's own drive, so --monitor can unplug and re-plug it.
+#         --topology NAME    a named set of --ctrl (see the case below): proof, faults
 #         --keep-images DIR  after QEMU exits, move the images into DIR (host-side checks);
 #                            names: nvme<i>.img (plain), <serial>-n<nsid>.img (--ctrl)
+#         --reuse-images DIR use DIR/<serial>-n<nsid>.img (kept by an earlier run's --keep-images)
+#                            for the --ctrl namespaces instead of new empty images; left in DIR
+#         --monitor          QMP socket + host-side watcher (tests/qemu/qmp-watch.py) executing the
+#                            requests guest tests print on the console: '@@qmp SEQ device_del S',
+#                            '@@qmp SEQ device_add S' (hotplug=1 controllers only), '@@qmp SEQ quit'.
+#                            A run the guest ends with quit passes with PASS lines, no FAIL line,
+#                            a clean log (no summary line: the guest was killed).
 #         --smp N            CPUs (default 2)
 #     -m, --mem SIZE         RAM (default 2G)
 #     -t, --timeout SECS     hard host-side timeout (default 900, 2400 for debug)
@@ -40,6 +49,8 @@ nvme=""
 nvme_size=256M
 ctrls=()
 keep_images=""
+reuse_images=""
+monitor=0
 smp=2
 mem=2G
 timeout_s=""
@@ -60,17 +71,21 @@ while (($#)); do
                 # controllers for the side-by-side fio comparison; rnvme-q: grants one I/O queue.
                 proof) ctrls+=("serial=rnvme-a,ns=512:384M+4096:256M" "serial=rnvme-b,ns=512:256M"
                                "serial=rnvme-c,ns=512:256M" "serial=rnvme-q,qpairs=1,ns=512:64M") ;;
-                *) echo "unknown topology '$2' (proof)" >&2; exit 3 ;;
+                # Issue 10's fault tests: one controller that QMP can unplug and plug in again.
+                faults) ctrls+=("serial=rnvme-f,ns=512:64M,hotplug=1") ;;
+                *) echo "unknown topology '$2' (proof, faults)" >&2; exit 3 ;;
             esac
             shift 2 ;;
         --keep-images) keep_images="$2"; shift 2 ;;
+        --reuse-images) reuse_images="$2"; shift 2 ;;
+        --monitor) monitor=1; shift ;;
         --smp) smp="$2"; shift 2 ;;
         -m|--mem) mem="$2"; shift 2 ;;
         -t|--timeout) timeout_s="$2"; shift 2 ;;
         -l|--log) logf="$2"; shift 2 ;;
         --append) append="${append:+$append }$2"; shift 2 ;;
         --) shift; qemu_extra=("$@"); break ;;
-        -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,47p' "$0"; exit 0 ;;
         *) echo "unknown argument '$1'" >&2; exit 3 ;;
     esac
 done
@@ -149,14 +164,16 @@ to_bytes() {
     esac
 }
 ctrl_map=()
+hotplug_json=()
 for ((k = 0; k < ${#ctrls[@]}; k++)); do
-    serial="" nslist="512:64M" qpairs=0
+    serial="" nslist="512:64M" qpairs=0 hotplug=0
     IFS=, read -r -a kvs <<<"${ctrls[$k]}"
     for kv in "${kvs[@]}"; do
         case "$kv" in
             serial=*) serial="${kv#serial=}" ;;
             ns=*) nslist="${kv#ns=}" ;;
             qpairs=*) qpairs="${kv#qpairs=}" ;;
+            hotplug=1) hotplug=1 ;;
             *) echo "--ctrl ${ctrls[$k]}: unknown field '$kv'" >&2; exit 3 ;;
         esac
     done
@@ -165,23 +182,50 @@ for ((k = 0; k < ${#ctrls[@]}; k++)); do
     slot=$((0x10 + k))
     ((slot < 32)) || { echo "too many --ctrl (at most 16)" >&2; exit 3; }
     bdf=$(printf '0000:00:%02x.0' "$slot")
-    opts="nvme,id=ctrl$k,serial=$serial,addr=$(printf '0x%02x' "$slot")"
+    addr=$(printf '0x%02x' "$slot")
+    opts="nvme,id=ctrl$k,serial=$serial,addr=$addr"
     ((qpairs > 0)) && opts+=",max_ioqpairs=$qpairs"
-    devs+=(-device "$opts")
     IFS=+ read -r -a nss <<<"$nslist"
-    nsid=0 nsmap=""
+    ((hotplug == 0 || ${#nss[@]} == 1)) ||
+        { echo "--ctrl ${ctrls[$k]}: hotplug=1 takes one namespace" >&2; exit 3; }
+    nsid=0 nsmap="" nsdevs=()
     for ns in "${nss[@]}"; do
         nsid=$((nsid + 1))
         lbs="${ns%%:*}" size="${ns#*:}"
         [[ "$lbs" =~ ^(512|1024|2048|4096)$ && "$ns" == *:* ]] ||
             { echo "--ctrl ${ctrls[$k]}: namespace '$ns' is not LBS:SIZE (LBS 512..4096)" >&2; exit 3; }
         bytes=$(to_bytes "$size")
-        img="$workdir/$serial-n$nsid.img"
-        truncate -s "$bytes" "$img"
-        devs+=(-drive "file=$img,if=none,id=ctrl$k-n$nsid,format=raw,cache=unsafe,discard=unmap"
-               -device "nvme-ns,bus=ctrl$k,drive=ctrl$k-n$nsid,nsid=$nsid,logical_block_size=$lbs,physical_block_size=$lbs")
+        if [[ -n "$reuse_images" ]]; then
+            # An earlier run's image (--keep-images), used in place.
+            img="$reuse_images/$serial-n$nsid.img"
+            [[ -f "$img" && $(stat -c %s "$img") == "$bytes" ]] ||
+                { echo "--reuse-images: $img missing or not $bytes bytes" >&2; exit 3; }
+        else
+            img="$workdir/$serial-n$nsid.img"
+            truncate -s "$bytes" "$img"
+        fi
+        if ((hotplug)); then
+            # A -blockdev node outlives the device that uses it (a -drive is deleted with its
+            # device), so the controller can be plugged in again on the same image; it is the
+            # controller's own drive (namespace 1), so one device_add brings everything back.
+            # cache.no-flush + write-cache=on = the -drive's cache=unsafe.
+            devs+=(-blockdev "driver=file,node-name=ctrl$k-f,filename=$img,discard=unmap,cache.no-flush=on"
+                   -blockdev "driver=raw,node-name=ctrl$k-n1,file=ctrl$k-f,discard=unmap,cache.no-flush=on")
+            opts+=",drive=ctrl$k-n1,logical_block_size=$lbs,physical_block_size=$lbs,write-cache=on"
+            j="{\"driver\": \"nvme\", \"id\": \"ctrl$k\", \"serial\": \"$serial\", \"addr\": \"$addr\","
+            j+=" \"drive\": \"ctrl$k-n1\", \"logical_block_size\": $lbs, \"physical_block_size\": $lbs,"
+            j+=" \"write-cache\": \"on\""
+            ((qpairs == 0)) || j+=", \"max_ioqpairs\": $qpairs"
+            j+="}"
+            hotplug_json+=("\"$serial\": $j")
+        else
+            devs_ns=(-drive "file=$img,if=none,id=ctrl$k-n$nsid,format=raw,cache=unsafe,discard=unmap"
+                     -device "nvme-ns,bus=ctrl$k,drive=ctrl$k-n$nsid,nsid=$nsid,logical_block_size=$lbs,physical_block_size=$lbs")
+            nsdevs+=("${devs_ns[@]}")
+        fi
         nsmap+="${nsmap:++}${lbs}x$bytes"
     done
+    devs+=(-device "$opts" "${nsdevs[@]}")
     ctrl_map+=("$serial/$bdf/$qpairs/$nsmap")
 done
 if ((${#ctrl_map[@]})); then
@@ -194,28 +238,67 @@ qemu=(qemu-system-x86_64 "${accel[@]}" -smp "$smp" -m "$mem"
       -kernel "$bzimage" -initrd "$initramfs" -append "$cmdline"
       -device isa-debug-exit,iobase=0xf4,iosize=0x04
       -device pvpanic -action panic=exit-failure
-      "${devs[@]}" "${qemu_extra[@]}")
+      "${devs[@]}")
+qmp_log=""
+if ((monitor)); then
+    # The monitor channel: a QMP socket in the workdir and a watcher that follows the console
+    # log and executes the allow-listed requests guest tests print (tests/qemu/qmp-watch.py).
+    need_cmd python3
+    qemu+=(-qmp "unix:$workdir/qmp.sock,server=on,wait=off")
+    printf '{%s}\n' "$(IFS=,; echo "${hotplug_json[*]}")" > "$workdir/hotplug.json"
+    qmp_log="$logf.qmp"
+    : > "$qmp_log"
+fi
+qemu+=("${qemu_extra[@]}")
 log "log: $logf"
 log "qemu: ${qemu[*]}"
 
 stage "boot + guest tests ($variant)"
+: > "$logf"
+watcher=""
+if ((monitor)); then
+    python3 "$here/qmp-watch.py" --console "$logf" --qmp "$workdir/qmp.sock" \
+        --devices "$workdir/hotplug.json" --pid $$ --log "$qmp_log" &
+    watcher=$!
+fi
 set +e
 timeout -k 10 "$timeout_s" "${qemu[@]}" </dev/null 2>&1 | tee "$logf"
 rc=${PIPESTATUS[0]}
 set -e
+if [[ -n "$watcher" ]]; then
+    # Let it read the end of the log, then stop it.
+    sleep 1
+    kill "$watcher" 2>/dev/null || true
+    wait "$watcher" 2>/dev/null || true
+    log "monitor requests ($qmp_log):"
+    sed 's/^/  qmp: /' "$qmp_log" >&2
+fi
 stage_end
 
 # ---- verdict -------------------------------------------------------------------
 verdict=pass
 reasons=()
+# A guest test that asked for QMP quit (a kill without shutdown) ends the run with QEMU's exit 0
+# and no summary line: then its PASS lines (at least one) and FAIL lines (none) decide.
+quit_by_guest=0
+if [[ -n "$qmp_log" ]] && grep -qE '#[0-9]+ quit ' "$qmp_log"; then quit_by_guest=1; fi
 case "$rc" in
     33) ;;                                   # guest wrote 0x10 to isa-debug-exit
+    0) if ((quit_by_guest)); then :; else verdict=fail; reasons+=("qemu exited 0 without a quit request"); fi ;;
     35) verdict=fail; reasons+=("guest reported failure") ;;
     124|137) verdict=timeout; reasons+=("timed out after ${timeout_s}s") ;;
     *) verdict=fail; reasons+=("qemu exited $rc (kernel panic/reboot/crash?)") ;;
 esac
 summary=$(grep -aE '^guest: [0-9]+ passed, [0-9]+ failed' "$logf" | tail -n1 | tr -d '\r' || true)
-if [[ -z "$summary" ]]; then
+if ((quit_by_guest)) && [[ -z "$summary" ]]; then
+    np=$(grep -acE '^PASS: ' "$logf" || true)
+    nf=$(grep -acE '^FAIL: ' "$logf" || true)
+    summary="guest ended by QMP quit: $np passed, $nf failed"
+    if ((np == 0 || nf > 0)); then
+        [[ "$verdict" == pass ]] && verdict=fail
+        reasons+=("$summary")
+    fi
+elif [[ -z "$summary" ]]; then
     [[ "$verdict" == pass ]] && verdict=fail
     reasons+=("no guest summary line")
 elif ! [[ "$summary" =~ ^guest:\ [1-9][0-9]*\ passed,\ 0\ failed ]]; then
