@@ -1,0 +1,142 @@
+#!/bin/sh
+# Helpers of the rnvme fault tests (guest-tests/7[0-5]-*.sh), installed as /lib/rnvme/faults.sh
+# and sourced after /lib/rnvme/lib.sh. Issue #10: faults under fio load end in clean errors, no
+# hang, no leak.
+#
+#   fault_setup              load rnvme.ko, bind the first controller to it (every other one
+#                            parked), wait for its disk; sets CTRL (PCI address), SERIAL, DISK
+#   fault_fio NAME SECS ARGS background fio on /dev/$DISK, O_DIRECT, for SECS seconds (time_based;
+#                            0: until its job is done); sets FIO_PID
+#   fault_fio_wait           waits for it (bounded: runtime + 60 s, else FAIL and kill); sets
+#                            FIO_ERRORS (I/O errors fio counted) and FIO_RC
+#   qmp 'VERB [ARGS]' [SECS] print a monitor request for the host (run-guest.sh --monitor,
+#                            tests/qemu/qmp-watch.py) until CHECK (a shell command in the
+#                            environment) succeeds or SECS pass; returns CHECK's status (without
+#                            CHECK: 2 s, then success)
+#   leak_scan                kmemleak scan (twice, 5 s apart: objects younger than 5 s are not
+#                            reported) where the kernel has kmemleak; sets LEAKS (count) or "n/a"
+#   fault_result NAME ERRORS one line: `fault-NAME: survived, N I/O errors seen, 0 leaks` and PASS,
+#                            or FAIL with the reason (leaks, or a failed check before it); on a
+#                            kernel without kmemleak the line says `leaks not scanned`
+# Kernel command line knob: rnvme_fault_secs=N (fio runtime under each fault, default 4).
+
+ko=/lib/modules/extra/rnvme.ko
+FAULT_SECS="${rnvme_fault_secs:-4}"
+# Seconds to wait for disks after a (re)load or (re)plug: the debug kernel spends tens of seconds
+# in ACPI evaluation per device under TCG.
+WAIT_S=90
+FAULT_FAILED=0
+_qmp_seq_file=/tmp/qmp-seq
+
+ffail() { fail "$@"; FAULT_FAILED=1; }
+
+fault_setup() {
+    if [ ! -f "$ko" ]; then ffail "fault-setup ($ko missing)"; return 1; fi
+    CTRL=$(nvme_pci_list | head -n1)
+    [ -n "$CTRL" ] || { ffail "fault-setup (no NVMe controller)"; return 1; }
+    SERIAL=$(nvme_serial "$CTRL")
+    for _b in $(nvme_pci_list); do [ "$_b" = "$CTRL" ] || nvme_park "$_b"; done
+    kmod_loaded rnvme || insmod "$ko" || { ffail "fault-setup (insmod)"; return 1; }
+    nvme_bind "$CTRL" rnvme "$WAIT_S" || { ffail "fault-setup (bind $CTRL)"; return 1; }
+    DISK=$(nvme_wait_disks "$CTRL" 1 "$WAIT_S" | cut -d' ' -f1) ||
+        { ffail "fault-setup (no disk on $CTRL)"; return 1; }
+    [ -n "$DISK" ] || { ffail "fault-setup (no disk on $CTRL)"; return 1; }
+    echo "fault-setup: $CTRL ($SERIAL) -> $DISK"
+}
+
+# _fio_errors FILE: failed I/Os fio reported: "errors : total=N" (continue_on_error) or one
+# "io_u error" line each; at least 1 if a job ended with an error (err=N).
+_fio_errors() {
+    _e=$(sed -n 's/.*errors *: total=\([0-9]*\).*/\1/p' "$1" | awk '{ s += $1 } END { print s + 0 }')
+    _u=$(grep -c 'io_u error on file' "$1")
+    [ "$_u" -gt "$_e" ] && _e=$_u
+    if [ "$_e" = 0 ] && grep -qE 'err= *[1-9]' "$1"; then _e=1; fi
+    echo "$_e"
+}
+
+fault_fio() {
+    _fname="$1"; _secs="$2"; shift 2
+    FIO_OUT=/tmp/fio-fault.$_fname
+    echo "--- fio $_fname ($_secs s): $*"
+    if [ "$_secs" = 0 ]; then
+        fio --name="$_fname" --filename=/dev/$DISK --direct=1 "$@" > "$FIO_OUT" 2>&1 &
+        FIO_PID=$!
+        FIO_SECS=120
+    else
+        fio --name="$_fname" --filename=/dev/$DISK --direct=1 --time_based --runtime="$_secs" \
+            "$@" > "$FIO_OUT" 2>&1 &
+        FIO_PID=$!
+        FIO_SECS=$_secs
+    fi
+}
+
+fault_fio_wait() {
+    _i=0
+    while kill -0 "$FIO_PID" 2>/dev/null; do
+        _i=$((_i + 1))
+        if [ "$_i" -gt $(( (FIO_SECS + 60) * 10 )) ]; then
+            ffail "fault-fio-hang (fio still running $((FIO_SECS + 60)) s after start)"
+            kill -9 "$FIO_PID" 2>/dev/null
+            break
+        fi
+        sleep 0.1
+    done
+    wait "$FIO_PID"
+    FIO_RC=$?
+    grep -E 'err=|errors *:|^fio: |[Vv]erify|IOPS=' "$FIO_OUT" | head -n 20
+    FIO_ERRORS=$(_fio_errors "$FIO_OUT")
+    echo "fio exit $FIO_RC, $FIO_ERRORS I/O errors"
+}
+
+qmp() {
+    _req="$1"; _secs="${2:-30}"
+    _seq=$(( $(cat "$_qmp_seq_file" 2>/dev/null || echo 0) + 1 ))
+    echo "$_seq" > "$_qmp_seq_file"
+    _i=0
+    while :; do
+        # Printed again every 2 s: a console line garbled by kernel messages is not lost (the
+        # watcher executes each SEQ once).
+        if [ $((_i % 20)) = 0 ]; then echo "@@qmp $_seq $_req"; fi
+        if [ -n "$CHECK" ]; then
+            sh -c "$CHECK" 2>/dev/null && return 0
+        elif [ "$_i" -ge 20 ]; then
+            # Nothing to check in the guest: printed twice, 2 s for the watcher (it polls the
+            # log every 0.1 s).
+            return 0
+        fi
+        _i=$((_i + 1))
+        [ "$_i" -ge $((_secs * 10)) ] && return 1
+        sleep 0.1
+    done
+}
+
+leak_scan() {
+    if [ ! -w /sys/kernel/debug/kmemleak ]; then LEAKS=n/a; return 0; fi
+    sleep 5
+    echo scan > /sys/kernel/debug/kmemleak
+    sleep 5
+    echo scan > /sys/kernel/debug/kmemleak
+    cat /sys/kernel/debug/kmemleak > /tmp/kmemleak.fault
+    LEAKS=$(grep -c 'unreferenced object' /tmp/kmemleak.fault)
+    if [ "$LEAKS" != 0 ]; then cat /tmp/kmemleak.fault; fi
+    # Reported once: the next test (and /init's final scan) only see new leaks.
+    echo clear > /sys/kernel/debug/kmemleak
+}
+
+fault_result() {
+    _n="$1"; _errs="$2"
+    leak_scan
+    _how=survived; [ "$FAULT_FAILED" = 0 ] || _how="FAILED (see FAIL lines)"
+    if [ "$LEAKS" = n/a ]; then
+        echo "fault-$_n: $_how, $_errs I/O errors seen, leaks not scanned (no kmemleak in this kernel)"
+    else
+        echo "fault-$_n: $_how, $_errs I/O errors seen, $LEAKS leaks"
+    fi
+    if [ "$LEAKS" != n/a ] && [ "$LEAKS" != 0 ]; then
+        fail "fault-$_n ($LEAKS kmemleak reports)"
+    elif [ "$FAULT_FAILED" != 0 ]; then
+        fail "fault-$_n (a check above failed)"
+    else
+        pass "fault-$_n"
+    fi
+}
