@@ -50,7 +50,12 @@ mkdir -p "$RNVME_WORK/logs"
 stamp=$(date +%Y%m%d-%H%M%S)
 log1="$RNVME_WORK/logs/rnvme-faults-$variant-$stamp-1.log"
 log2="$RNVME_WORK/logs/rnvme-faults-$variant-$stamp-2.log"
-guest=(-k "$variant" --topology faults --append acpi=noirq --append "rnvme_ack_run=$run" "$@")
+# Per-test timeout 900 s (the guest's default is 300): a debug-kernel probe spends tens of
+# seconds in the kernel under TCG, and 73-fault-alloc probes several times.
+# 1 GiB of guest memory: kmemleak's scans (debug kernel, after every fault) walk every page's
+# struct page, so their time grows with the guest's memory (the default is 2 GiB).
+guest=(-k "$variant" --topology faults -m 1G --append acpi=noirq --append "rnvme_ack_run=$run"
+       --append rnvme_test_timeout=900 "$@")
 
 tests1=(--test "$gt/70-fault-removal.sh" --test "$gt/71-fault-timeout.sh")
 if [[ "${RNVME_FAULTS_RESET:-0}" == 1 ]]; then tests1+=(--test "$gt/72-fault-timeout-real.sh"); fi

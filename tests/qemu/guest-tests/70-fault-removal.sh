@@ -36,7 +36,7 @@ if CHECK="[ -e $dev ]" qmp "device_add $SERIAL" "$WAIT_S"; then
     if d=$(nvme_wait_disks "$CTRL" 1 "$WAIT_S"); then
         DISK=$(echo $d | cut -d' ' -f1)
         pass "fault-removal-reprobed ($(nvme_driver "$CTRL"), $DISK)"
-        run_fio fault-removal-verify-after --filename=/dev/$DISK --direct=1 --bs=4k --size=8M \
+        run_fio fault-removal-verify-after --filename=/dev/$DISK --direct=1 --bs=4k --size=${VMB}M \
             --ioengine=libaio --iodepth=8 --rw=randwrite --verify=crc32c --do_verify=1 \
             --verify_fatal=1 || FAULT_FAILED=1
     else

@@ -16,7 +16,7 @@ old_to=$(cat $q/io_timeout)
 
 # verify_after NAME: the driver serves I/O (fio write + verify, 8 MiB).
 verify_after() {
-    run_fio "fault-timeout-$1-io-after" --filename=/dev/$DISK --direct=1 --bs=4k --size=8M \
+    run_fio "fault-timeout-$1-io-after" --filename=/dev/$DISK --direct=1 --bs=4k --size=${VMB}M \
         --offset=32M --ioengine=libaio --iodepth=8 --rw=randwrite --verify=crc32c --do_verify=1 \
         --verify_fatal=1 || FAULT_FAILED=1
 }
@@ -32,16 +32,16 @@ no_mismatch() {
 
 fi_dir=/sys/kernel/debug/fail_io_timeout
 if [ -d "$fi_dir" ] && [ -e /sys/block/$DISK/io-timeout-fail ]; then
-    times=12
+    times=12; [ "$DEBUG_KERNEL" = 1 ] && times=6
     echo 1000 > $q/io_timeout
     echo 0 > $fi_dir/verbose; echo 0 > $fi_dir/space; echo 1 > $fi_dir/interval
     echo 5 > $fi_dir/probability; echo $times > $fi_dir/times
     echo 1 > /sys/block/$DISK/io-timeout-fail
-    # Not time_based: fio writes 4 MiB, then reads it back and verifies it.
+    # Not time_based: fio writes the data, then reads it back and verifies it.
     FIO_OUT=/tmp/fio-fault.timeout-inject
-    echo "--- fio timeout-inject: 4 MiB randwrite + verify, QD 8, 5% of completions dropped (at most $times)"
+    echo "--- fio timeout-inject: $((VMB / 2)) MiB randwrite + verify, QD 8, 5% of completions dropped (at most $times)"
     t0=$(cut -d. -f1 /proc/uptime)
-    timeout 300 fio --name=timeout-inject --filename=/dev/$DISK --direct=1 --bs=4k --size=4M \
+    timeout 300 fio --name=timeout-inject --filename=/dev/$DISK --direct=1 --bs=4k --size=$((VMB / 2))M \
         --ioengine=libaio --iodepth=8 --rw=randwrite --verify=crc32c --do_verify=1 \
         --continue_on_error=io > "$FIO_OUT" 2>&1
     FIO_RC=$?

@@ -2,13 +2,15 @@
 # Issue #10, allocation failures (CONFIG_FAILSLAB, CONFIG_FAIL_PAGE_ALLOC), scoped to one task
 # with task-filter + /proc/<pid>/make-it-fail:
 #  1. probe: the controller is bound to rnvme from a shell whose allocations fail after a budget
-#     (`space`: the first slab or page allocation past that many bytes fails, once): the probe
-#     runs in that task (pci_call_probe() calls it directly without NUMA nodes) and must either
-#     fail cleanly (bind refused, no driver, no disk left behind) or succeed with a readable disk.
+#     (`space`: the first slab allocation past that many bytes, or page allocation past that
+#     many pages, fails, once): the probe runs in that task (pci_call_probe() calls it directly
+#     without NUMA nodes) and must either fail cleanly (bind refused, no driver, no disk or
+#     device node left behind) or succeed with a readable disk named rnvme0n1 (an instance
+#     number that leaked would show in the name).
 #     The budgets sweep the probe's allocations, slab and page apart; a plain bind afterwards
 #     must work.
 #  2. I/O: fio's own non-sleeping allocations (the driver's PRP list pages from its DMA pool,
-#     the block layer's bios) fail at random while it writes and verifies 1 MiB requests: fio
+#     the block layer's bios) fail at random while it writes and verifies 64 KiB-1 MiB requests: fio
 #     sees errors or retried successes, never wrong data, and the disk works afterwards.
 # The injection counters (`times`) prove failures were injected. Nothing may leak (kmemleak on
 # the debug kernel) and no kernel warning may appear (the harness fails on one).
@@ -65,6 +67,8 @@ for kind in slab page; do
         if [ "$rc" = 0 ] && [ "$(nvme_driver "$CTRL")" = rnvme ]; then
             if d=$(nvme_wait_disks "$CTRL" 1 "$WAIT_S"); then
                 res="bound, disk $d"
+                # The only controller: a leaked instance number would name it rnvme1n1.
+                [ "$d" = rnvme0n1 ] || ffail "fault-alloc-probe-$kind-$sp (disk named $d: an instance number leaked)"
                 dd if=/dev/$d of=/dev/null bs=4k count=8 iflag=direct 2>/dev/null ||
                     { ffail "fault-alloc-probe-$kind-$sp (bound but its disk $d does not read)"; }
             else
@@ -80,11 +84,13 @@ for kind in slab page; do
             [ "$inj" = 1 ] || ffail "fault-alloc-probe-$kind-$sp (probe failed without an injected failure)"
             [ "$(nvme_driver "$CTRL")" = - ] || ffail "fault-alloc-probe-$kind-$sp (driver $(nvme_driver "$CTRL") after a failed bind)"
             ls /sys/block | grep -q '^rnvme' && ffail "fault-alloc-probe-$kind-$sp (a disk left behind: $(ls /sys/block | grep rnvme))"
+            ls /dev | grep -qE '^rn(vme|g)[0-9]' && ffail "fault-alloc-probe-$kind-$sp (a device node left behind: $(ls /dev | grep -E '^rn(vme|g)[0-9]'))"
         fi
         echo "fault-alloc probe: $kind budget $sp $unit: injected $inj, $res"
     done
 done
 echo "probe: $probes probes, $injected with an injected failure, $failed_probes failed"
+dmesg | grep -E 'rnvme' | grep -vE 'sectors of 512|I/O \+ [0-9]+ poll|removed' | tail -n 30 | sed 's/^/dmesg: /'
 [ "$failed_probes" -gt 0 ] && pass "fault-alloc-probe-provoked ($failed_probes of $probes probes failed)" ||
     ffail "fault-alloc-probe-provoked (no probe failed: the injection never hit)"
 if nvme_bind "$CTRL" rnvme "$WAIT_S" && DISK=$(nvme_wait_disks "$CTRL" 1 "$WAIT_S" | cut -d' ' -f1) && [ -n "$DISK" ]; then
@@ -97,11 +103,11 @@ fi
 attr_set $slab 20 100000 0 Y
 attr_set $page 20 100000 0 Y
 FIO_OUT=/tmp/fio-fault.alloc-io
-echo "--- fio alloc-io: 16 MiB randwrite + verify, 64 KiB-1 MiB, QD 8, 20% of non-sleeping allocations fail"
+echo "--- fio alloc-io: $((VMB * 2)) MiB randwrite + verify, 64 KiB-1 MiB, QD 8, 20% of non-sleeping allocations fail"
 t0=$(cut -d. -f1 /proc/uptime)
 ( echo 1 > /proc/self/make-it-fail
   exec timeout 300 fio --name=alloc-io --filename=/dev/$DISK --direct=1 --bsrange=64k-1m \
-      --size=16M --ioengine=libaio --iodepth=8 --rw=randwrite --verify=crc32c --do_verify=1 \
+      --size=$((VMB * 2))M --ioengine=libaio --iodepth=8 --rw=randwrite --verify=crc32c --do_verify=1 \
       --continue_on_error=io ) > "$FIO_OUT" 2>&1
 FIO_RC=$?
 t1=$(cut -d. -f1 /proc/uptime)
@@ -119,7 +125,7 @@ else
     pass "fault-alloc-io-data (no verify mismatch)"
 fi
 errors=$((errors + e))
-run_fio fault-alloc-io-after --filename=/dev/$DISK --direct=1 --bsrange=4k-1m --size=8M \
+run_fio fault-alloc-io-after --filename=/dev/$DISK --direct=1 --bsrange=4k-1m --size=${VMB}M \
     --offset=32M --ioengine=libaio --iodepth=8 --rw=randwrite --verify=crc32c --do_verify=1 \
     --verify_fatal=1 || FAULT_FAILED=1
 fault_result alloc "$errors"

@@ -17,8 +17,8 @@ for round in 1 2 3; do
     pass "fault-unload-$round-refused-open-fd"
     exec 3<&-
     w0=$(awk '{ print $5 }' /sys/block/$DISK/stat)
-    fault_fio unload-$round 0 --ioengine=libaio --iodepth=16 --rw=randwrite --bs=4k --size=8M \
-        --verify=crc32c --do_verify=1 --verify_fatal=1 --loops=3
+    fault_fio unload-$round 0 --ioengine=libaio --iodepth=16 --rw=randwrite --bs=4k --size=${VMB}M \
+        --verify=crc32c --do_verify=1 --verify_fatal=1 --loops=2
     # Under load: fio has the disk open once its writes complete (it takes a while to start).
     i=0
     while [ "$(awk '{ print $5 }' /sys/block/$DISK/stat 2>/dev/null || echo 0)" -le "$w0" ] && [ "$i" -lt 300 ]; do
