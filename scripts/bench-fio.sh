@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The fio matrix (issue 9): rnvme.ko against the C nvme driver on two identical emulated
+# controllers in one guest, with null_blk and rnull as the no-device ceiling
+# (tests/qemu/guest-tests/61-fio-matrix.sh: randread/randwrite/read x 512 B..128 KiB x QD1/8/32
+# x io_uring/libaio, every point repeated and the devices interleaved).
+#
+#   scripts/bench-fio.sh [--short] [--secs N] [--rounds N] [--bs LIST] [--rw LIST] [--qd LIST]
+#                        [--engines LIST] [--ko FILE] [--out DIR] [--no-plot] [--trace]
+#
+# Default: the long form (3 rounds of 2 s per point and device, about 30 minutes under TCG on
+# an idle 2-core host). --short: the CI form (the headline points, 1 round; about 2 minutes).
+# LIST is comma-separated (e.g. --bs 4k,128k). --ko FILE uses an already built rnvme.ko.
+# --trace also records QEMU's NVMe doorbell/interrupt trace events (much slower; counts only).
+# Writes DIR/fio-matrix-runs.csv (one row per run), DIR/fio-matrix.csv (one row per point and
+# device: median/min/max IOPS, bandwidth, guest CPU per I/O, ratio rnvme/C, host load before and
+# after, commit) and, unless --no-plot, the PNGs of benches/plot_fio.py. Default DIR:
+# benches/results/. Prints the `fio-compare` lines. Exit 0 iff the guest run passed.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+mode=long plot=1 ko="" guest_args=() trace=0
+out="$RNVME_REPO/benches/results"
+while (($#)); do
+    case "$1" in
+        --short) mode=short; shift ;;
+        --secs) guest_args+=("rnvme_fio_secs=$2"); shift 2 ;;
+        --rounds) guest_args+=("rnvme_fio_rounds=$2"); shift 2 ;;
+        --bs) guest_args+=("rnvme_fio_bs=$2"); shift 2 ;;
+        --rw) guest_args+=("rnvme_fio_rw=$2"); shift 2 ;;
+        --qd) guest_args+=("rnvme_fio_qd=$2"); shift 2 ;;
+        --engines) guest_args+=("rnvme_fio_engines=$2"); shift 2 ;;
+        --devs) guest_args+=("rnvme_fio_devs=$2"); shift 2 ;;
+        --ko) ko="$2"; shift 2 ;;
+        --out) out="$2"; shift 2 ;;
+        --no-plot) plot=0; shift ;;
+        --trace) trace=1; shift ;;
+        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        *) die "unknown argument '$1'" ;;
+    esac
+done
+q="$RNVME_REPO/tests/qemu"
+
+if [[ -z "$ko" ]]; then
+    stage "build rnvme.ko (normal)"
+    ko=$("$RNVME_REPO/scripts/build-module.sh" normal | grep '/rnvme\.ko$') ||
+        die "rnvme.ko did not build"
+    stage_end
+fi
+[[ -f "$ko" ]] || die "no module $ko"
+
+mkdir -p "$RNVME_WORK/logs" "$RNVME_WORK/initramfs" "$out"
+stamp=$(date +%Y%m%d-%H%M%S)
+logf="$RNVME_WORK/logs/fio-matrix-$mode-$stamp.log"
+img=$("$q/mkinitramfs.sh" -k normal --no-default-tests \
+    --add "$ko:/lib/modules/extra/rnvme.ko" --test "$q/guest-tests/61-fio-matrix.sh" \
+    -o "$RNVME_WORK/initramfs/fio-matrix.cpio")
+qemu_extra=()
+if ((trace)); then
+    qemu_extra=(-- -trace "pci_nvme_mmio_doorbell_*" -trace pci_nvme_irq_msix -trace pci_nvme_mmio_read
+        -D "$RNVME_WORK/logs/fio-matrix-trace-$stamp.log")
+fi
+load_before=$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '/')
+stage "guest run: fio matrix ($mode ${guest_args[*]})"
+rc=0
+"$q/run-guest.sh" -k normal -i "$img" --topology proof -t 7200 -l "$logf" \
+    --append "rnvme_fio_mode=$mode rnvme_test_timeout=7000 ${guest_args[*]}" "${qemu_extra[@]}" || rc=$?
+load_after=$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '/')
+stage_end
+((rc == 0)) || die "guest run failed (run-guest.sh exit $rc); log $logf"
+
+py=""
+for p in /usr/bin/python3 python3; do
+    if "$p" -c 'import matplotlib' 2>/dev/null; then py=$p; break; fi
+done
+[[ -n "$py" ]] || die "no python3 with matplotlib (scripts/setup.sh installs python3-matplotlib)"
+commit=$(git -C "$RNVME_REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
+plot_args=()
+((plot)) || plot_args=(--no-plot)
+"$py" "$RNVME_REPO/benches/plot_fio.py" --log "$logf" --out "$out" --mode "$mode" \
+    --commit "$commit" --load-before "$load_before" --load-after "$load_after" \
+    --host-cpus "$(nproc)" "${plot_args[@]}"
+grep -aE '^fio-compare ' "$logf" | tr -d '\r'
+log "guest log: $logf"
+finish

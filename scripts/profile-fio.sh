@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Where rnvme's time goes compared with the C driver (issue 9): boots the proof topology with
+# tests/qemu/guest-tests/62-fio-profile.sh (4k randread QD1/QD32, 128k read QD8, each driver in
+# turn on identical controllers) under QEMU's NVMe trace events, and prints per driver and
+# workload: I/Os, interrupts per I/O (guest /proc/interrupts), MMIO doorbell writes (SQ tail, CQ
+# head) and MSI-X interrupts per I/O (QEMU trace between the guest's INTMS-read markers), and the
+# hottest kernel symbols of a guest `perf record -a` (cpu-clock) profile.
+#
+#   scripts/profile-fio.sh [--ko FILE] [--secs N]
+#
+# Needs the host's perf (apt linux-perf; copied into the guest with its libraries). TCG only:
+# the numbers count emulated work; the profile's percentages are of guest CPU time.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+ko="" secs=4
+while (($#)); do
+    case "$1" in
+        --ko) ko="$2"; shift 2 ;;
+        --secs) secs="$2"; shift 2 ;;
+        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+        *) die "unknown argument '$1'" ;;
+    esac
+done
+perf_bin=$(command -v perf) || die "no perf on the host (apt-get install linux-perf)"
+if [[ -z "$ko" ]]; then
+    ko=$("$RNVME_REPO/scripts/build-module.sh" normal | grep '/rnvme\.ko$') || die "rnvme.ko did not build"
+fi
+q="$RNVME_REPO/tests/qemu"
+adds=(--add "$ko:/lib/modules/extra/rnvme.ko" --add "$(readlink -f "$perf_bin"):/usr/bin/perf")
+while read -r lib; do
+    adds+=(--add "$(readlink -f "$lib"):$lib")
+done < <(ldd "$perf_bin" | awk '/=> \// { print $3 }')
+mkdir -p "$RNVME_WORK/logs" "$RNVME_WORK/initramfs"
+stamp=$(date +%Y%m%d-%H%M%S)
+logf="$RNVME_WORK/logs/fio-profile-$stamp.log"
+tracef="$RNVME_WORK/logs/fio-profile-trace-$stamp.log"
+img=$("$q/mkinitramfs.sh" -k normal --no-default-tests "${adds[@]}" \
+    --test "$q/guest-tests/62-fio-profile.sh" -o "$RNVME_WORK/initramfs/fio-profile.cpio")
+log "host load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+"$q/run-guest.sh" -k normal -i "$img" --topology proof -t 3600 -l "$logf" \
+    --append "rnvme_prof_secs=$secs rnvme_test_timeout=3000 ${RNVME_PROF_APPEND:-}" -- \
+    -trace "pci_nvme_mmio_doorbell_*" -trace pci_nvme_irq_msix -trace pci_nvme_mmio_read \
+    -D "$tracef" || die "guest run failed; log $logf"
+log "host load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+# Segments of the trace between INTMS reads (addr 0xc): segment k (1-based) is marker k's run.
+awk '
+    /pci_nvme_mmio_read addr 0xc / { seg++; inrun = (seg % 2 == 1); next }
+    inrun && /pci_nvme_mmio_doorbell_sq/ { sq[seg]++ }
+    inrun && /pci_nvme_mmio_doorbell_cq/ { cq[seg]++ }
+    inrun && /pci_nvme_irq_msix/ { irq[seg]++ }
+    END { for (s = 1; s <= seg; s += 2) printf "trace %d %d %d %d\n", s, sq[s] + 0, cq[s] + 0, irq[s] + 0 }
+' "$tracef" > "$tracef.counts"
+tr -d '\r' < "$logf" | grep -aE '^fio-profile ' | while read -r _ wl dev ios irqs ipi marker; do
+    m=${marker#marker=}
+    n=${ios#ios=}
+    read -r _ _ sq cq mirq < <(awk -v m="$m" '$2 == m' "$tracef.counts") || true
+    awk -v wl="$wl" -v d="${dev#dev=}" -v n="$n" -v sq="${sq:-0}" -v cq="${cq:-0}" -v mi="${mirq:-0}" -v g="${ipi#irqs_per_io=}" \
+        'BEGIN { printf "fio-profile-counts %s %s: ios %d, per I/O: sq doorbells %.3f, cq doorbells %.3f, msi-x %.3f (guest irqs %s)\n", wl, d, n, sq / n, cq / n, mi / n, g }'
+done
+tr -d '\r' < "$logf" | grep -aE '^fio-profile-sym '
+rm -f "$tracef"
+log "guest log: $logf"

@@ -1,0 +1,187 @@
+#!/bin/sh
+# The fio matrix (issue 9): rnvme against the C nvme driver on two identical controllers in one
+# boot (rnvme-c: rnvme, rnvme-b: nvme), with null_blk and rnull (the kernel's Rust null block
+# sample) as the no-device ceiling. O_DIRECT; per point one fio job of rnvme_fio_secs seconds;
+# every point is run rnvme_fio_rounds times, the four devices one after another in an order that
+# rotates per round and per point (each device runs first, second, ... equally often), so noise
+# from the (shared) host hits every device alike.
+#
+# Kernel command line knobs (lists comma-separated):
+#   rnvme_fio_mode=short|long  preset (default short: the CI form, ~2 minutes)
+#   rnvme_fio_secs=N rnvme_fio_rounds=N rnvme_fio_rw=randread,randwrite,read
+#   rnvme_fio_bs=512,4k,...  rnvme_fio_qd=1,8,32  rnvme_fio_engines=io_uring,libaio
+#   rnvme_fio_devs=rnvme,nvme,null_blk,rnull
+# Short preset: randread 4k QD1/QD32, read 128k QD1/QD8/QD32, randwrite 4k QD8 (the issue's
+# headline points plus one write), both engines, 1 round of 2 s. Long preset: randread,
+# randwrite, read x 512 B, 4k, 32k, 128k x QD1/8/32 x io_uring/libaio, 3 rounds of 2 s.
+#
+# Per run: `fio-point <workload> dev=<d> round=<r> iops=<i> bw_kib=<b> ios=<n> runtime_ms=<t>
+# sys_ticks=<k> busy_ticks=<k>` (ticks: guest /proc/stat USER_HZ, all CPUs, taken by fio's
+# exec_prerun/exec_postrun right around the job: system+irq+softirq, and that plus user+nice).
+# Per workload (medians over the rounds): `fio-compare <workload>: rnvme <iops> c <iops> ratio
+# <rnvme/c>`. rnull has 4096 B blocks: points below 4k skip it (`fio-point ... skipped`). Without
+# /lib/modules/extra/rnvme.ko the rnvme side runs the C driver (a line says so). Numbers are
+# reported, never asserted (TCG timing is not a hardware measurement); the test fails only when a
+# fio run fails or does no I/O.
+. /lib/rnvme/lib.sh
+
+ctrl_c=rnvme-b
+ctrl_r=rnvme-c
+mode="${rnvme_fio_mode:-short}"
+if [ "$mode" = long ]; then
+    secs=2 rounds=3 rws=randread,randwrite,read bss=512,4k,32k,128k qds=1,8,32
+    engines=io_uring,libaio
+else
+    secs=2 rounds=1 rws="" bss="" qds="" engines=io_uring,libaio
+fi
+secs="${rnvme_fio_secs:-$secs}"
+rounds="${rnvme_fio_rounds:-$rounds}"
+rws="${rnvme_fio_rw:-$rws}"
+bss="${rnvme_fio_bs:-$bss}"
+qds="${rnvme_fio_qd:-$qds}"
+engines="${rnvme_fio_engines:-$engines}"
+devs="${rnvme_fio_devs:-rnvme,nvme,null_blk,rnull}"
+if [ -f /lib/modules/extra/rnvme.ko ]; then rdrv=rnvme; else rdrv=nvme; fi
+
+# The points: "rw bs qd" lines.
+points() {
+    if [ -z "$rws" ]; then
+        printf '%s\n' "randread 4k 1" "randread 4k 32" "read 128k 1" "read 128k 8" "read 128k 32" \
+            "randwrite 4k 8"
+        return
+    fi
+    for _rw in $(echo "$rws" | tr , ' '); do
+        for _bs in $(echo "$bss" | tr , ' '); do
+            for _qd in $(echo "$qds" | tr , ' '); do echo "$_rw $_bs $_qd"; done
+        done
+    done
+}
+
+bc=$(nvme_bdf "$ctrl_c") && br=$(nvme_bdf "$ctrl_r") || {
+    fail "fio-matrix-controllers (needs $ctrl_c and $ctrl_r: run-guest.sh --topology proof)"
+    exit 1
+}
+for b in $(nvme_pci_list); do
+    [ "$b" = "$bc" ] || [ "$b" = "$br" ] || nvme_park "$b"
+done
+check fio-matrix-bind-c nvme_bind "$bc" nvme
+check fio-matrix-bind-rnvme nvme_bind "$br" "$rdrv"
+kmod_loaded nvme || { kmod_load nvme-core; check fio-matrix-load-nvme kmod_load nvme; }
+kmod_loaded "$rdrv" || check "fio-matrix-load-$rdrv" kmod_load "$rdrv"
+# null_blk: 512 B blocks (every block size), multi-queue, completion in the submitter's context
+# (irqmode=0, as rnull's queue_rq ends the request at once).
+kmod_loaded null_blk || check fio-matrix-load-null_blk kmod_load null_blk nr_devices=1 queue_mode=2 \
+    irqmode=0 gb=1 bs=512
+kmod_loaded rnull_mod || check fio-matrix-load-rnull kmod_load rnull_mod
+dc=$(nvme_wait_disks "$bc" 1 30 | cut -d' ' -f1)
+dr=$(nvme_wait_disks "$br" 1 30 | cut -d' ' -f1)
+if [ -z "$dc" ] || [ -z "$dr" ] || ! wait_for /dev/nullb0 10 || ! wait_for /dev/rnullb0 10; then
+    fail "fio-matrix-disks (c: '$dc', rnvme: '$dr', nullb0, rnullb0)"
+    nvme_ctrls
+    exit 1
+fi
+if [ "$rdrv" = rnvme ]; then
+    echo "fio-matrix: rnvme on $ctrl_r ($br, /dev/$dr), c (nvme) on $ctrl_c ($bc, /dev/$dc)"
+else
+    echo "fio-matrix: rnvme.ko absent: BOTH sides run the C driver (plumbing check):" \
+        "'rnvme' side nvme on $ctrl_r ($br, /dev/$dr), c on $ctrl_c ($bc, /dev/$dc)"
+fi
+echo "fio-matrix: mode $mode, $rounds round(s) of ${secs}s per point, devices $devs, engines $engines"
+
+dev_path() {
+    case "$1" in
+        rnvme) echo "/dev/$dr" ;;
+        nvme) echo "/dev/$dc" ;;
+        null_blk) echo /dev/nullb0 ;;
+        rnull) echo /dev/rnullb0 ;;
+    esac
+}
+bytes_of() {
+    case "$1" in
+        *k) echo $((${1%k} * 1024)) ;;
+        *) echo "$1" ;;
+    esac
+}
+# ticks FILE: "system+irq+softirq user+nice+system+irq+softirq" from a /proc/stat cpu line.
+ticks() { awk '$1 == "cpu" { print $4 + $7 + $8, $2 + $3 + $4 + $7 + $8 }' "$1"; }
+
+set -- $(echo "$devs" | tr , ' ')
+ndev=$#
+mkdir -p /tmp/fm && cd /tmp/fm || exit 1
+# fio runs exec_prerun/exec_postrun with system(3), output to <job>.{pre,post}run.txt here.
+printf '#!/bin/sh\nexec head -n1 /proc/stat\n' > /tmp/fm/stat && chmod +x /tmp/fm/stat
+: > /tmp/fm/points
+failed=0
+pi=0
+for engine in $(echo "$engines" | tr , ' '); do
+    points > /tmp/fm/list
+    while read -r rw bs qd; do
+        wl="$rw-$bs-qd$qd-$engine"
+        r=0
+        while [ "$r" -lt "$rounds" ]; do
+            # Rotate the device order by round + point index.
+            k=$(((r + pi) % ndev))
+            order=$(echo "$devs" | tr , '\n' | awk -v k="$k" -v n="$ndev" \
+                '{ d[NR - 1] = $0 } END { for (i = 0; i < n; i++) print d[(i + k) % n] }')
+            jobs=""
+            for d in $order; do
+                if [ "$d" = rnull ] && [ "$(bytes_of "$bs")" -lt 4096 ]; then
+                    echo "fio-point $wl dev=$d round=$r skipped (4096 B blocks)"
+                    continue
+                fi
+                jobs="$jobs --name=$d --stonewall --filename=$(dev_path "$d") --exec_prerun=/tmp/fm/stat --exec_postrun=/tmp/fm/stat"
+            done
+            rm -f ./*.txt
+            # shellcheck disable=SC2086
+            if ! fio --direct=1 --ioengine="$engine" --rw="$rw" --bs="$bs" --iodepth="$qd" \
+                --time_based --runtime="$secs" --size=128M --output-format=terse \
+                --terse-version=3 $jobs > /tmp/fm/out 2>&1; then
+                cat /tmp/fm/out
+                fail "fio-matrix-$wl-round$r (fio exit status)"
+                failed=1
+            fi
+            # Terse v3: 3 job name, 5 error, 6/47 read/write KiB, 7/48 KiB/s, 8/49 IOPS,
+            # 9/50 runtime ms.
+            for d in $order; do
+                line=$(grep "^3;[^;]*;$d;" /tmp/fm/out) || continue
+                pre=$(ticks "$d.prerun.txt" 2>/dev/null)
+                post=$(ticks "$d.postrun.txt" 2>/dev/null)
+                echo "$line" | awk -F';' -v wl="$wl" -v d="$d" -v r="$r" -v b="$(bytes_of "$bs")" \
+                    -v pre="$pre" -v post="$post" '{
+                    split(pre, a, " "); split(post, z, " ")
+                    kib = $6 + $47; ms = $9 > $50 ? $9 : $50
+                    printf "fio-point %s dev=%s round=%d iops=%d bw_kib=%d ios=%d runtime_ms=%d sys_ticks=%d busy_ticks=%d err=%d\n",
+                        wl, d, r, $8 + $49, $7 + $48, kib * 1024 / b, ms, z[1] - a[1], z[2] - a[2], $5
+                }'
+            done | tee -a /tmp/fm/points
+            r=$((r + 1))
+        done
+        pi=$((pi + 1))
+        echo "$wl" >> /tmp/fm/wls
+    done < /tmp/fm/list
+done
+
+# Medians over the rounds; a point fails when a round has an error or no I/O.
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%d\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+while read -r wl; do
+    bad=$(awk -v w="$wl" '$1 == "fio-point" && $2 == w && ($0 ~ / err=[1-9]/ || $0 ~ / iops=0 /) { n++ } END { print n + 0 }' /tmp/fm/points)
+    got=$(awk -v w="$wl" '$1 == "fio-point" && $2 == w && $0 !~ /skipped/ { n++ } END { print n + 0 }' /tmp/fm/points)
+    if [ "$bad" -gt 0 ] || [ "$got" -eq 0 ]; then fail "fio-matrix-$wl ($bad bad runs of $got)"; failed=1; continue; fi
+    med() { awk -v w="$wl" -v d="$1" '$1 == "fio-point" && $2 == w && $3 == "dev=" d { sub("iops=", "", $5); print $5 }' /tmp/fm/points | median; }
+    ir=$(med rnvme)
+    ic=$(med nvme)
+    ratio=$(awk -v a="$ir" -v b="$ic" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "nan" }')
+    case ",$devs," in *,rnvme,*nvme,*|*,nvme,*rnvme,*)
+        echo "fio-compare $wl: rnvme $ir c $ic ratio $ratio" ;;
+    esac
+    pass "fio-matrix-$wl ($got runs)"
+done < /tmp/fm/wls
+cd / || true
+
+kmod_unload rnull_mod
+kmod_unload null_blk
+kmod_unload "$rdrv"
+kmod_unload nvme
+kmod_unload nvme-core
+for b in $(nvme_pci_list); do nvme_release "$b"; done
+[ "$failed" = 0 ]

@@ -1,0 +1,87 @@
+#!/bin/sh
+# Profile of rnvme and the C nvme driver on the same workloads (scripts/profile-fio.sh): the
+# proof topology's identical controllers (rnvme-c: rnvme, rnvme-b: nvme), one driver after the
+# other per workload; per run, interrupts of the controller's vectors per I/O (/proc/interrupts)
+# and a `perf record -a` cpu-clock profile of the whole guest (TCG has no PMU: the kernel's
+# hrtimer-driven software clock samples), reported as the hottest kernel symbols. Before and
+# after each run the guest reads the controller's INTMS register (BAR0 + 0xc), which no driver
+# reads: the host splits QEMU's NVMe trace (doorbell writes, MSI-X interrupts) at those reads.
+#
+# Lines: `fio-profile <workload> dev=<d> ios=<n> irqs=<k> irqs_per_io=<x> marker=<m>`,
+# `fio-profile-sym <workload> dev=<d> <percent> <symbol>`. Knobs: rnvme_prof_secs (default 4),
+# rnvme_prof_top (symbols per run, default 25). Reported, never asserted.
+. /lib/rnvme/lib.sh
+
+secs="${rnvme_prof_secs:-4}"
+top="${rnvme_prof_top:-25}"
+bc=$(nvme_bdf rnvme-b) && br=$(nvme_bdf rnvme-c) || { fail "fio-profile-controllers"; exit 1; }
+for b in $(nvme_pci_list); do
+    [ "$b" = "$bc" ] || [ "$b" = "$br" ] || nvme_park "$b"
+done
+check fio-profile-bind-c nvme_bind "$bc" nvme
+check fio-profile-bind-rnvme nvme_bind "$br" rnvme
+kmod_loaded nvme || { kmod_load nvme-core; check fio-profile-load-nvme kmod_load nvme; }
+kmod_loaded rnvme || check fio-profile-load-rnvme kmod_load rnvme
+dc=$(nvme_wait_disks "$bc" 1 30 | cut -d' ' -f1)
+dr=$(nvme_wait_disks "$br" 1 30 | cut -d' ' -f1)
+[ -n "$dc" ] && [ -n "$dr" ] || { fail "fio-profile-disks"; exit 1; }
+echo 0 > /proc/sys/kernel/kptr_restrict
+echo -1 > /proc/sys/kernel/perf_event_paranoid
+
+# irq_total BDF: interrupts of every vector of the controller, all CPUs.
+irq_total() {
+    # shellcheck disable=SC2046
+    irq_counts $(nvme_irqs "$1") | awk '{ for (i = 2; i <= NF; i++) s += $i } END { print s + 0 }'
+}
+bar0() { awk 'NR == 1 { print $1 }' "/sys/bus/pci/devices/$1/resource"; }
+marker=0
+mark() { devmem $(($(bar0 "$1") + 12)) 32 > /dev/null; marker=$((marker + 1)); }
+
+cd /tmp || exit 1
+wls="${rnvme_prof_wl:-randread:4k:1,randread:4k:32,read:128k:8}"
+for d in "$dr" "$dc"; do
+    echo "fio-profile-queue /dev/$d: scheduler $(cat /sys/block/"$d"/queue/scheduler)," \
+        "nr_requests $(cat /sys/block/"$d"/queue/nr_requests), hw queues $(ls -d /sys/block/"$d"/mq/* | wc -l)"
+done
+for w in $(echo "$wls" | tr , ' '); do
+    set -- $(echo "$w" | tr : ' ')
+    wl="$1-$2-qd$3"
+    for side in rnvme nvme; do
+        if [ "$side" = rnvme ]; then b=$br d=$dr; else b=$bc d=$dc; fi
+        i0=$(irq_total "$b")
+        mark "$b"
+        m=$marker
+        perf record -q -a ${rnvme_prof_callgraph:+-g} -F 997 -o "/tmp/perf.$side.$wl" -- fio --name="$side" \
+            --filename="/dev/$d" --direct=1 --ioengine=io_uring --rw="$1" --bs="$2" \
+            --iodepth="$3" --time_based --runtime="$secs" --size=128M --output-format=terse \
+            --terse-version=3 > /tmp/prof.out 2>/tmp/prof.err
+        mark "$b"
+        i1=$(irq_total "$b")
+        ios=$(awk -F';' '$1 == 3 { print $6 + $47 }' /tmp/prof.out)
+        case "$2" in *k) ios=$((ios / ${2%k})) ;; *) ios=$((ios * 1024 / $2)) ;; esac
+        if [ "${ios:-0}" -gt 0 ]; then
+            echo "fio-profile $wl dev=$side ios=$ios irqs=$((i1 - i0)) irqs_per_io=$(awk -v a=$((i1 - i0)) -v b="$ios" 'BEGIN { printf "%.3f", a / b }') marker=$m"
+            pass "fio-profile-$wl-$side"
+        else
+            cat /tmp/prof.out /tmp/prof.err
+            fail "fio-profile-$wl-$side (no I/O)"
+        fi
+        perf report -q -i "/tmp/perf.$side.$wl" --stdio --no-children --sort sym 2>/dev/null |
+            grep '%' | head -n "$top" | awk -v w="$wl" -v d="$side" '{ p = $1; $1 = ""; $2 = ""; print "fio-profile-sym " w " dev=" d " " p $0 }'
+        if [ -n "$rnvme_prof_callgraph" ]; then
+            perf report -q -i "/tmp/perf.$side.$wl" --stdio --no-children --percent-limit 2 \
+                -g caller,0.5,callee,function,percent 2>/dev/null | grep -v '^$' | head -n 150 |
+                sed "s/^/fio-profile-cg $wl dev=$side /"
+        fi
+        for h in /sys/kernel/debug/block/"$d"/hctx*; do
+            [ -f "$h/dispatched" ] && echo "fio-profile-dispatched $wl dev=$side $(basename "$h"):" \
+                "$(tr '\n' ' ' < "$h/dispatched")"
+        done
+        rm -f "/tmp/perf.$side.$wl"
+    done
+done
+cd / || true
+kmod_unload rnvme
+kmod_unload nvme
+kmod_unload nvme-core
+for b in $(nvme_pci_list); do nvme_release "$b"; done
