@@ -18,14 +18,15 @@ use kernel_glue::{
     time::{msleep, num_online_cpus},
 };
 use nvme::{
-    active_namespaces, AdminQueue, Cap, Cns, Disable, Doorbells, Enable, IdentifyController,
+    active_namespaces, AdminQueue, Cap, Cns, DbbufLayout, Disable, Doorbells, Enable,
+    IdentifyController,
     IdentifyNamespace, Poll, QueueGrant, QueuePlan, ShutdownSeq, SubmissionEntry, REG_CAP,
 };
 
 use crate::{
     admin::{Admin, ADMIN_DEPTH},
     io::{IoData, IoOps, Namespace, QueueIrq, MAX_SEGS},
-    queue::Queue,
+    queue::{DbbufPages, Queue},
     regs::BarRegs,
     Params,
 };
@@ -110,6 +111,38 @@ pub(crate) struct Controller {
     bar: Arc<Bar>,
     dev: pci::Device,
     instance: Instance,
+}
+
+/// Shadow doorbells for every I/O queue (`nvme_dbbuf_dma_alloc()`, `nvme_dbbuf_init()`,
+/// `nvme_dbbuf_set()` in `drivers/nvme/host/pci.c`): the pages are attached to the queues
+/// (which keep them until they are freed, after the controller is shut down), then the
+/// controller is given their addresses. Optional, as in the C driver: on any failure every queue
+/// goes on with MMIO doorbells only. Returns whether they are in use.
+fn setup_shadow_doorbells(
+    dev: &pci::Device,
+    admin: &Admin,
+    dbs: &Doorbells,
+    queues: &KVec<Arc<Queue>>,
+) -> bool {
+    let Ok(pages) = DbbufPages::new(dev) else {
+        return false;
+    };
+    let layout = DbbufLayout::new(dbs);
+    let detach = || queues.iter().for_each(|q| q.detach_shadow());
+    if queues
+        .iter()
+        .any(|q| q.attach_shadow(&pages, &layout).is_err())
+    {
+        detach();
+        return false;
+    }
+    let (db_addr, ei_addr) = pages.addrs();
+    if let Err(e) = admin.exec(SubmissionEntry::dbbuf_config(db_addr, ei_addr)) {
+        pr_warn!("{}: Doorbell Buffer Config failed ({:?})\n", dev.name(), e);
+        detach();
+        return false;
+    }
+    true
 }
 
 /// Reads the admin-polled Identify data of `cns`/`nsid`.
@@ -198,6 +231,12 @@ impl Controller {
             queues.push(q, GFP_KERNEL)?;
         }
 
+        let shadow = if params.shadow_doorbells && idc.supports_dbbuf() {
+            setup_shadow_doorbells(dev, &admin, &dbs, &queues)
+        } else {
+            false
+        };
+
         let pool = DmaPool::new(dev, c_str!("rnvme-prp"), 4096, 4096, 0)?;
         let io = Arc::new(
             IoData {
@@ -250,7 +289,7 @@ impl Controller {
         }
 
         pr_info!(
-            "{}: rnvme{}: {} I/O + {} poll queues of depth {} ({} vectors{}), mdts {}, {} namespaces\n",
+            "{}: rnvme{}: {} I/O + {} poll queues of depth {} ({} vectors{}{}), mdts {}, {} namespaces\n",
             dev.name(),
             instance.0,
             plan.default,
@@ -258,6 +297,7 @@ impl Controller {
             depth,
             vectors.count(),
             if vectors.is_msix() { ", MSI-X" } else { "" },
+            if shadow { ", shadow doorbells" } else { "" },
             idc.mdts(),
             idc.nn()
         );

@@ -53,6 +53,8 @@ pub(crate) struct Params {
     pub(crate) sgl_threshold: u32,
     /// Entries per I/O queue.
     pub(crate) queue_depth: u32,
+    /// Use shadow doorbells when the controller supports them.
+    pub(crate) shadow_doorbells: bool,
 }
 
 /// `io_queues`, stored at load time before the driver is registered.
@@ -63,6 +65,8 @@ static POLL_QUEUES: AtomicU32 = AtomicU32::new(0);
 static SGL_THRESHOLD: AtomicU32 = AtomicU32::new(nvme::SGL_THRESHOLD_DEFAULT);
 /// `queue_depth`, stored at load time before the driver is registered.
 static QUEUE_DEPTH: AtomicU32 = AtomicU32::new(256);
+/// `shadow_doorbells`, stored at load time before the driver is registered.
+static SHADOW_DOORBELLS: AtomicU32 = AtomicU32::new(1);
 
 /// The parameters as read at load time.
 fn params() -> Params {
@@ -71,6 +75,7 @@ fn params() -> Params {
         poll_queues: POLL_QUEUES.load(Ordering::Relaxed),
         sgl_threshold: SGL_THRESHOLD.load(Ordering::Relaxed),
         queue_depth: QUEUE_DEPTH.load(Ordering::Relaxed),
+        shadow_doorbells: SHADOW_DOORBELLS.load(Ordering::Relaxed) != 0,
     }
 }
 
@@ -107,13 +112,17 @@ impl kernel::Module for RnvmeModule {
         if let Some(v) = param_uint(module, c_str!("queue_depth")) {
             QUEUE_DEPTH.store(v, Ordering::Relaxed);
         }
+        if let Some(v) = param_uint(module, c_str!("shadow_doorbells")) {
+            SHADOW_DOORBELLS.store(v, Ordering::Relaxed);
+        }
         let p = params();
         pr_info!(
-            "loaded (io_queues={}, poll_queues={}, sgl_threshold={}, queue_depth={})\n",
+            "loaded (io_queues={}, poll_queues={}, sgl_threshold={}, queue_depth={}, shadow_doorbells={})\n",
             p.io_queues,
             p.poll_queues,
             p.sgl_threshold,
-            p.queue_depth
+            p.queue_depth,
+            u32::from(p.shadow_doorbells)
         );
         Ok(Self {
             _reg: pci::Registration::new()?,

@@ -22,3 +22,8 @@ MODULE_PARM_DESC(sgl_threshold,
 static unsigned int queue_depth = 256;
 module_param(queue_depth, uint, 0444);
 MODULE_PARM_DESC(queue_depth, "Entries per I/O queue (2..1024, at most CAP.MQES + 1)");
+
+static unsigned int shadow_doorbells = 1;
+module_param(shadow_doorbells, uint, 0444);
+MODULE_PARM_DESC(shadow_doorbells,
+		 "Use shadow doorbells (Doorbell Buffer Config) when the controller has them (0: MMIO only)");

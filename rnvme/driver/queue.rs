@@ -10,15 +10,16 @@
 //! `nvme::CidTable`); this file gives it memory and doorbells. As in `nvme_handle_cqe()` of
 //! `drivers/nvme/host/pci.c`, an invalid completion is reported (rate-limited) and dropped.
 
-use core::sync::atomic::{compiler_fence, Ordering};
+use core::sync::atomic::{compiler_fence, fence, Ordering};
 
 use kernel::{prelude::*, sync::Arc};
 
 use crate::ratelimit::warn_limited;
 use kernel_glue::{dma::CoherentAllocation, io::Bar, pci, sync::IrqSpinLock};
 use nvme::{
-    CidTable, CompletionEntry, CompletionMemory, CompletionQueue, Doorbells, Status,
-    SubmissionEntry, SubmissionMemory, SubmissionQueue, CQE_SIZE, SQE_SIZE,
+    CidTable, CompletionEntry, CompletionMemory, CompletionQueue, DbbufLayout, Doorbells,
+    ShadowDoorbell, ShadowMemory, Status, SubmissionEntry, SubmissionMemory, SubmissionQueue,
+    CQE_SIZE, DBBUF_BYTES, SQE_SIZE,
 };
 
 /// A valid completion, resolved to the blk-mq tag it was submitted for.
@@ -78,11 +79,94 @@ impl CompletionMemory for CqMem<'_> {
     }
 }
 
+/// The controller's shadow doorbell and event index pages (`nvme::DbbufLayout`), shared by its
+/// I/O queues (`dbbuf_dbs`/`dbbuf_eis` of `struct nvme_dev` in `drivers/nvme/host/pci.c`).
+pub(crate) struct DbbufPages {
+    dbs: CoherentAllocation,
+    eis: CoherentAllocation,
+}
+
+impl DbbufPages {
+    /// Allocates both pages, zeroed.
+    pub(crate) fn new(dev: &pci::Device) -> Result<Arc<Self>> {
+        let dbs = CoherentAllocation::new(dev, DBBUF_BYTES)?;
+        let eis = CoherentAllocation::new(dev, DBBUF_BYTES)?;
+        dbs.zero();
+        eis.zero();
+        Ok(Arc::new(Self { dbs, eis }, GFP_KERNEL)?)
+    }
+
+    /// Bus addresses of the shadow doorbell and event index pages (Doorbell Buffer Config).
+    pub(crate) fn addrs(&self) -> (u64, u64) {
+        (self.dbs.dma_handle(), self.eis.dma_handle())
+    }
+}
+
+/// One shadow doorbell in the pages: the stores and barriers of
+/// `nvme_dbbuf_update_and_check_event()`.
+struct ShadowMem<'a> {
+    pages: &'a DbbufPages,
+    off: usize,
+}
+
+impl ShadowMemory for ShadowMem<'_> {
+    fn write_shadow(&mut self, value: u16) {
+        // `wmb()`: the ring entries (coherent memory) before the shadow doorbell.
+        fence(Ordering::SeqCst);
+        // In range: the offset was checked against the page when the shadow was attached.
+        let _ = self.pages.dbs.write_u32(self.off, u32::from(value));
+    }
+
+    fn full_barrier(&mut self) {
+        // `mb()`: the shadow store before the event index load (x86: `mfence`).
+        fence(Ordering::SeqCst);
+    }
+
+    fn read_event_idx(&mut self) -> Option<u16> {
+        self.pages.eis.read_u32(self.off).ok().map(|v| v as u16)
+    }
+}
+
+/// The shadow doorbells of one I/O queue.
+struct QueueShadow {
+    pages: Arc<DbbufPages>,
+    sq_off: usize,
+    cq_off: usize,
+    sq: ShadowDoorbell,
+    cq: ShadowDoorbell,
+}
+
+impl QueueShadow {
+    /// Stores the SQ tail; whether the MMIO doorbell must be written too.
+    fn sq(&mut self, tail: u16) -> bool {
+        self.sq.update(
+            &mut ShadowMem {
+                pages: &self.pages,
+                off: self.sq_off,
+            },
+            tail,
+        )
+    }
+
+    /// Stores the CQ head; whether the MMIO doorbell must be written too.
+    fn cq(&mut self, head: u16) -> bool {
+        self.cq.update(
+            &mut ShadowMem {
+                pages: &self.pages,
+                off: self.cq_off,
+            },
+            head,
+        )
+    }
+}
+
 /// The mutable state of a queue pair.
 struct Rings {
     sq: SubmissionQueue,
     cq: CompletionQueue,
     cids: CidTable<MAX_DEPTH>,
+    /// Shadow doorbells (I/O queues of a controller with Doorbell Buffer Config).
+    shadow: Option<QueueShadow>,
 }
 
 /// A queue pair (admin queue or I/O queue).
@@ -129,6 +213,7 @@ impl Queue {
             cq: CompletionQueue::new(qid, depth, qid, depth).map_err(|_| EINVAL)?,
             // One slot stays empty (full/empty sentinel): `depth - 1` commands in flight.
             cids: CidTable::new(depth as usize - 1).map_err(|_| EINVAL)?,
+            shadow: None,
         };
         Ok(Arc::new(
             Self {
@@ -142,6 +227,31 @@ impl Queue {
             },
             GFP_KERNEL,
         )?)
+    }
+
+    /// Uses shadow doorbells in `pages` from now on (`nvme_dbbuf_init()`): the current SQ tail
+    /// and CQ head are stored there first. Call it before the controller is told about the
+    /// pages (Doorbell Buffer Config) and before I/O starts.
+    pub(crate) fn attach_shadow(&self, pages: &Arc<DbbufPages>, layout: &DbbufLayout) -> Result {
+        let sq_off = layout.sq_tail(self.qid).map_err(|_| EINVAL)?;
+        let cq_off = layout.cq_head(self.qid).map_err(|_| EINVAL)?;
+        let mut r = self.rings.lock();
+        let (tail, head) = (r.sq.tail(), r.cq.head());
+        pages.dbs.write_u32(sq_off, u32::from(tail))?;
+        pages.dbs.write_u32(cq_off, u32::from(head))?;
+        r.shadow = Some(QueueShadow {
+            pages: pages.clone(),
+            sq_off,
+            cq_off,
+            sq: ShadowDoorbell::new(tail),
+            cq: ShadowDoorbell::new(head),
+        });
+        Ok(())
+    }
+
+    /// Stops using shadow doorbells (the controller refused the Doorbell Buffer Config).
+    pub(crate) fn detach_shadow(&self) {
+        self.rings.lock().shadow = None;
     }
 
     /// Queue id (0: admin).
@@ -178,7 +288,7 @@ impl Queue {
             return Err(SubmitError::Full);
         }
         if last {
-            self.ring_sq(&mut r.sq);
+            self.ring_sq(&mut r);
         }
         Ok(())
     }
@@ -186,13 +296,16 @@ impl Queue {
     /// Rings the submission doorbell for entries pushed without `last`.
     pub(crate) fn commit(&self) {
         let mut r = self.rings.lock();
-        self.ring_sq(&mut r.sq);
+        self.ring_sq(&mut r);
     }
 
-    fn ring_sq(&self, sq: &mut SubmissionQueue) {
-        if let Some(tail) = sq.commit() {
-            // `writel` orders the entry (coherent memory) before the doorbell.
-            let _ = self.bar.write32(self.sq_db, tail);
+    fn ring_sq(&self, r: &mut Rings) {
+        if let Some(tail) = r.sq.commit() {
+            // With shadow doorbells the MMIO write is needed only when the controller asked.
+            if r.shadow.as_mut().map_or(true, |s| s.sq(tail as u16)) {
+                // `writel` orders the entry (coherent memory) before the doorbell.
+                let _ = self.bar.write32(self.sq_db, tail);
+            }
         }
     }
 
@@ -233,7 +346,9 @@ impl Queue {
             }
         }
         if let Some(head) = r.cq.doorbell() {
-            let _ = self.bar.write32(self.cq_db, head);
+            if r.shadow.as_mut().map_or(true, |s| s.cq(head as u16)) {
+                let _ = self.bar.write32(self.cq_db, head);
+            }
         }
         n
     }

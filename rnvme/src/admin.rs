@@ -28,6 +28,8 @@ pub mod opcode {
     pub const SET_FEATURES: u8 = 0x09;
     /// Get Features.
     pub const GET_FEATURES: u8 = 0x0a;
+    /// Doorbell Buffer Config.
+    pub const DBBUF: u8 = 0x7c;
 }
 
 /// Feature identifier of Number of Queues (`NVME_FEAT_NUM_QUEUES`).

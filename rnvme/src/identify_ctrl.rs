@@ -149,7 +149,9 @@ fn trimmed(s: &[u8]) -> &[u8] {
 /// b[520..522].copy_from_slice(&0x0cu16.to_le_bytes()); // DSM + Write Zeroes
 /// b[525] = 1;                                  // volatile write cache
 /// b[536] = 1;                                  // SGLs
+/// b[257] = 1;                                  // OACS bit 8: Doorbell Buffer Config
 /// let id = IdentifyController::parse(&b)?;
+/// assert!(id.supports_dbbuf());
 /// assert_eq!((id.serial(), id.cntlid(), id.nn(), id.mdts()), (&b"SN42"[..], 3, 2, 5));
 /// assert!(id.supports_dsm() && id.supports_write_zeroes() && id.volatile_write_cache() && id.supports_sgls());
 /// assert_eq!(id.max_hw_sectors(Cap::from_raw(0)), 256);
@@ -169,6 +171,7 @@ pub struct IdentifyController {
     ver: u32,
     rtd3e: u32,
     nn: u32,
+    oacs: u16,
     oncs: u16,
     vwc: u8,
     sgls: u32,
@@ -204,6 +207,7 @@ impl IdentifyController {
             rtd3e: le32(b, 88),
             maxcmd: le16(b, 514),
             nn: le32(b, 516),
+            oacs: le16(b, 256),
             oncs: le16(b, 520),
             vwc: b.get(525).copied().unwrap_or(0),
             sgls: le32(b, 536),
@@ -259,6 +263,12 @@ impl IdentifyController {
     /// Maximum outstanding commands (0: not reported).
     pub const fn maxcmd(&self) -> u16 {
         self.maxcmd
+    }
+
+    /// Optional Admin Command Support bit 8: Doorbell Buffer Config, shadow doorbells
+    /// (`NVME_CTRL_OACS_DBBUF_SUPP`).
+    pub const fn supports_dbbuf(&self) -> bool {
+        self.oacs & (1 << 8) != 0
     }
 
     /// Dataset Management (discard) is supported.

@@ -81,6 +81,7 @@ mod blk_status;
 mod cid;
 mod cmd;
 mod cq;
+mod dbbuf;
 mod dma_tag;
 mod dptr;
 mod identify_ctrl;
@@ -106,6 +107,9 @@ pub use blk_status::BlkStatus;
 pub use cid::{make_cid, split_cid, CidError, CidTable, CID_TAG_BITS, MAX_TAGS};
 pub use cmd::{CompletionEntry, DataPointer, SubmissionEntry, CQE_SIZE, SQE_SIZE};
 pub use cq::{Completion, CompletionMemory, CompletionQueue, CqError};
+pub use dbbuf::{
+    dbbuf_need_event, DbbufError, DbbufLayout, ShadowDoorbell, ShadowMemory, DBBUF_BYTES,
+};
 pub use dma_tag::{
     build_prps_from_tag, build_sgl_from_tag, tag_segments, DmaPageTable, PremappedPages, TagRange,
 };

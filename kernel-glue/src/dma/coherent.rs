@@ -127,6 +127,17 @@ impl CoherentAllocation {
         Ok(u32::from_le(unsafe { p.cast::<u32>().read_volatile() }))
     }
 
+    /// Writes the little-endian `u32` at `offset` (one volatile store).
+    pub fn write_u32(&self, offset: usize, v: u32) -> Result {
+        let p = self.range(offset, 4)?;
+        if offset % 4 != 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: as in `read_u16`.
+        unsafe { p.cast::<u32>().write_volatile(v.to_le()) };
+        Ok(())
+    }
+
     /// Writes the little-endian `u64` at `offset` (one volatile store).
     pub fn write_u64(&self, offset: usize, v: u64) -> Result {
         let p = self.range(offset, 8)?;

@@ -25,6 +25,7 @@ kmod_loaded rnvme || check fio-profile-load-rnvme kmod_load rnvme
 dc=$(nvme_wait_disks "$bc" 1 30 | cut -d' ' -f1)
 dr=$(nvme_wait_disks "$br" 1 30 | cut -d' ' -f1)
 [ -n "$dc" ] && [ -n "$dr" ] || { fail "fio-profile-disks"; exit 1; }
+dmesg | grep -E 'rnvme.*queues of depth' | tail -n 2
 echo 0 > /proc/sys/kernel/kptr_restrict
 echo -1 > /proc/sys/kernel/perf_event_paranoid
 
