@@ -7,7 +7,7 @@
 #   scripts/bench-fio.sh [--short] [--secs N] [--rounds N] [--bs LIST] [--rw LIST] [--qd LIST]
 #                        [--engines LIST] [--ko FILE] [--out DIR] [--no-plot] [--trace]
 #
-# Default: the long form (3 rounds of 2 s per point and device, about 30 minutes under TCG on
+# Default: the long form (3 rounds of 1 s per point and device, about 25 minutes under TCG on
 # an idle 2-core host). --short: the CI form (the headline points, 1 round; about 2 minutes).
 # LIST is comma-separated (e.g. --bs 4k,128k). --ko FILE uses an already built rnvme.ko.
 # --trace also records QEMU's NVMe doorbell/interrupt trace events (much slower; counts only).

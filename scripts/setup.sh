@@ -31,8 +31,10 @@ pkgs=(
     nvme-cli
     # misc
     curl ca-certificates git
-    # benchmark plots (benches/plot_kernel_iov.py)
+    # benchmark plots (benches/plot_kernel_iov.py, benches/plot_fio.py)
     python3-matplotlib
+    # guest profiles of the fio matrix (scripts/profile-fio.sh copies perf into the guest)
+    linux-perf
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -9,11 +9,13 @@
 #   proof_host_check LOG [--self-test]
 #                         compares the kept images with the regions the guest reported
 #   proof_cleanup         removes PROOF_WORK (the kept images)
-#   proof_summary LOG     prints the integrity lines and the fio-compare table
+#   proof_summary LOG     prints the integrity lines, the fio-compare table and the headline
+#                         rnvme/C ratios (issue 9's goal points)
 #
 # Guest tests (tests/qemu/guest-tests/): 50-integrity-<driver>.sh, 55-queues-<driver>.sh for the
-# C driver and, when rnvme.ko is in the initramfs, for rnvme; 60-fio-compare.sh (normal kernel
-# only: timing under the debug kernel means nothing). The debug kernel (KASAN, lockdep, kmemleak,
+# C driver and, when rnvme.ko is in the initramfs, for rnvme; 61-fio-matrix.sh in its short form
+# (normal kernel only: timing under the debug kernel means nothing; the long form is
+# scripts/bench-fio.sh). The debug kernel (KASAN, lockdep, kmemleak,
 # DMA API debugging) runs several times slower under TCG, so its integrity test writes and
 # verifies 48 MiB of fio data per driver instead of 264 MiB.
 # Env: RNVME_PROOF_RNVME=0 leaves rnvme.ko and its tests out even when it builds (C driver only;
@@ -41,7 +43,7 @@ proof_setup() {
     if [[ "$variant" == debug ]]; then
         PROOF_GUEST_ARGS+=(-t 2400 --append "rnvme_integrity_mib=48 rnvme_test_timeout=900")
     else
-        PROOF_INITRAMFS_ARGS+=(--test "$gt/60-fio-compare.sh")
+        PROOF_INITRAMFS_ARGS+=(--test "$gt/61-fio-matrix.sh")
         PROOF_GUEST_ARGS+=(-t 1500 --append "rnvme_test_timeout=420")
     fi
 }
@@ -68,4 +70,9 @@ proof_summary() {
     grep -aE '^rnvme-integrity: [0-9]+ bytes' "$logf" | tr -d '\r' || echo "(no integrity line)"
     echo "=== fio comparison (IOPS, TCG: relative numbers only)"
     grep -aE '^fio-compare' "$logf" | tr -d '\r' || echo "(no fio-compare lines)"
+    echo "=== headline rnvme/C ratios (issue 9 goal: >= 1.00; TCG, one 2 s run per point; host load $(cut -d' ' -f1-3 /proc/loadavg))"
+    tr -d '\r' < "$logf" | awk '$1 == "fio-compare" && $2 ~ /^(randread-4k-qd(1|32)|read-128k-qd[0-9]+)-/ {
+        sub(":", "", $2); n++; if ($8 + 0 < 1.0) below++
+        printf "headline %-28s rnvme/C %s\n", $2, $8 }
+        END { if (n) printf "headline: %d of %d goal points at >= 1.00\n", n - below, n; else print "(no headline points)" }'
 }

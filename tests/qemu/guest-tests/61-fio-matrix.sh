@@ -13,7 +13,7 @@
 #   rnvme_fio_devs=rnvme,nvme,null_blk,rnull
 # Short preset: randread 4k QD1/QD32, read 128k QD1/QD8/QD32, randwrite 4k QD8 (the issue's
 # headline points plus one write), both engines, 1 round of 2 s. Long preset: randread,
-# randwrite, read x 512 B, 4k, 32k, 128k x QD1/8/32 x io_uring/libaio, 3 rounds of 2 s.
+# randwrite, read x 512 B, 4k, 32k, 128k x QD1/8/32 x io_uring/libaio, 3 rounds of 1 s.
 #
 # Per run: `fio-point <workload> dev=<d> round=<r> iops=<i> bw_kib=<b> ios=<n> runtime_ms=<t>
 # sys_ticks=<k> busy_ticks=<k>` (ticks: guest /proc/stat USER_HZ, all CPUs, taken by fio's
@@ -29,7 +29,7 @@ ctrl_c=rnvme-b
 ctrl_r=rnvme-c
 mode="${rnvme_fio_mode:-short}"
 if [ "$mode" = long ]; then
-    secs=2 rounds=3 rws=randread,randwrite,read bss=512,4k,32k,128k qds=1,8,32
+    secs=1 rounds=3 rws=randread,randwrite,read bss=512,4k,32k,128k qds=1,8,32
     engines=io_uring,libaio
 else
     secs=2 rounds=1 rws="" bss="" qds="" engines=io_uring,libaio
