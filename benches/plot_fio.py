@@ -4,6 +4,7 @@
     benches/plot_fio.py --log CONSOLE_LOG --out DIR [--mode long|short] [--commit C]
                         [--load-before L] [--load-after L] [--host-cpus N] [--no-plot]
     benches/plot_fio.py --replot --out DIR        # plots again from DIR's CSVs
+    benches/plot_fio.py --markdown --out DIR      # the tables of BENCHMARKS.md, from the CSV
 
 Reads the guest's `fio-point` lines (one per run: workload, device, round, IOPS, KiB/s, I/Os,
 guest CPU ticks around the job) and writes, in DIR (suffix `-short` for the short form):
@@ -246,6 +247,42 @@ def plots(out, suffix):
         print(f"plot_fio: no {premap}: premap.png not drawn", file=sys.stderr)
 
 
+def markdown(out, suffix):
+    """Markdown tables of fio-matrix{suffix}.csv for BENCHMARKS.md, on stdout."""
+    rows = read_csv(os.path.join(out, f"fio-matrix{suffix}.csv"))
+    by = {(r["workload"], r["dev"]): r for r in rows}
+    wls = list(dict.fromkeys(r["workload"] for r in rows))
+
+    def cell(r):
+        if not r:
+            return "n/a"
+        return f"{int(num(r['iops_median']))} [{r['iops_min']}–{r['iops_max']}]"
+
+    def ratio(r):
+        if not r or r["ratio"] == "":
+            return "n/a"
+        return f"**{num(r['ratio']):.2f}** [{num(r['ratio_min']):.2f}–{num(r['ratio_max']):.2f}]"
+
+    def cpu(r):
+        return "n/a" if not r or r["sys_us_per_io_median"] == "" else f"{num(r['sys_us_per_io_median']):.0f}"
+
+    goal = [w for w in wls if w.startswith(("randread-4k-qd1-", "randread-4k-qd32-", "read-128k-"))]
+    print("Goal points (rnvme/C IOPS ratio of the medians, [min–max of the per-round paired ratios]):\n")
+    print("| point | rnvme IOPS | C nvme IOPS | rnvme/C | sys µs/I/O rnvme | sys µs/I/O C |")
+    print("|---|---|---|---|---|---|")
+    for w in goal:
+        r, c = by.get((w, "rnvme")), by.get((w, "nvme"))
+        print(f"| {w} | {cell(r)} | {cell(c)} | {ratio(r)} | {cpu(r)} | {cpu(c)} |")
+    print("\nEvery point (IOPS median [min–max] over the rounds; guest kernel CPU µs per I/O):\n")
+    print("| point | rnvme | C nvme | rnvme/C | null_blk | rnull | rnull/null_blk | sys µs/I/O rnvme / C |")
+    print("|---|---|---|---|---|---|---|---|")
+    for w in wls:
+        g = lambda d: by.get((w, d))
+        print(f"| {w} | {cell(g('rnvme'))} | {cell(g('nvme'))} | {ratio(g('rnvme'))} | "
+              f"{cell(g('null_blk'))} | {cell(g('rnull'))} | {ratio(g('rnull'))} | "
+              f"{cpu(g('rnvme'))} / {cpu(g('nvme'))} |")
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--log")
@@ -257,8 +294,12 @@ def main(argv):
     ap.add_argument("--host-cpus", default="")
     ap.add_argument("--no-plot", action="store_true")
     ap.add_argument("--replot", action="store_true")
+    ap.add_argument("--markdown", action="store_true", help="print the tables for BENCHMARKS.md")
     a = ap.parse_args(argv)
     suffix = "" if a.mode == "long" else f"-{a.mode}"
+    if a.markdown:
+        markdown(a.out, suffix)
+        return
     if not a.replot:
         runs = parse_log(a.log)
         if not runs:

@@ -7,6 +7,8 @@
 # hottest kernel symbols of a guest `perf record -a` (cpu-clock) profile.
 #
 #   scripts/profile-fio.sh [--ko FILE] [--secs N]
+#   RNVME_PROF_APPEND='rnvme_prof_rnvme_params=shadow_doorbells=0 rnvme_prof_callgraph=1' \
+#       scripts/profile-fio.sh      # guest knobs (tests/qemu/guest-tests/62-fio-profile.sh)
 #
 # Needs the host's perf (apt linux-perf; copied into the guest with its libraries). TCG only:
 # the numbers count emulated work; the profile's percentages are of guest CPU time.
@@ -18,7 +20,7 @@ while (($#)); do
     case "$1" in
         --ko) ko="$2"; shift 2 ;;
         --secs) secs="$2"; shift 2 ;;
-        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
         *) die "unknown argument '$1'" ;;
     esac
 done

@@ -9,7 +9,10 @@
 #
 # Lines: `fio-profile <workload> dev=<d> ios=<n> irqs=<k> irqs_per_io=<x> marker=<m>`,
 # `fio-profile-sym <workload> dev=<d> <percent> <symbol>`. Knobs: rnvme_prof_secs (default 4),
-# rnvme_prof_top (symbols per run, default 25). Reported, never asserted.
+# rnvme_prof_top (symbols per run, default 25), rnvme_prof_wl (RW:BS:QD,... default
+# randread:4k:1,randread:4k:32,read:128k:8), rnvme_prof_callgraph=1 (perf -g, call chains as
+# `fio-profile-cg` lines), rnvme_prof_rnvme_params (rnvme.ko parameters, e.g.
+# shadow_doorbells=0; a kernel command line value holds one). Reported, never asserted.
 . /lib/rnvme/lib.sh
 
 secs="${rnvme_prof_secs:-4}"
@@ -21,7 +24,8 @@ done
 check fio-profile-bind-c nvme_bind "$bc" nvme
 check fio-profile-bind-rnvme nvme_bind "$br" rnvme
 kmod_loaded nvme || { kmod_load nvme-core; check fio-profile-load-nvme kmod_load nvme; }
-kmod_loaded rnvme || check fio-profile-load-rnvme kmod_load rnvme
+# shellcheck disable=SC2086
+kmod_loaded rnvme || check fio-profile-load-rnvme kmod_load rnvme $rnvme_prof_rnvme_params
 dc=$(nvme_wait_disks "$bc" 1 30 | cut -d' ' -f1)
 dr=$(nvme_wait_disks "$br" 1 30 | cut -d' ' -f1)
 [ -n "$dc" ] && [ -n "$dr" ] || { fail "fio-profile-disks"; exit 1; }
