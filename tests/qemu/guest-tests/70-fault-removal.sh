@@ -13,7 +13,7 @@ dev=/sys/bus/pci/devices/$CTRL
 # fio with I/O in flight on two jobs; it stops at the first error (the removal), long before its
 # runtime unless nothing fails.
 fault_fio removal 300 --ioengine=libaio --iodepth=16 --numjobs=2 --rw=randrw --bs=4k --size=32M
-sleep "$FAULT_SECS"
+fault_fio_started && sleep 1
 kill -0 "$FIO_PID" 2>/dev/null && pass "fault-removal-fio-running" || ffail "fault-removal-fio-running (fio ended before the removal)"
 t0=$(cut -d. -f1 /proc/uptime)
 if CHECK="[ ! -e $dev ]" qmp "device_del $SERIAL" "$WAIT_S"; then
@@ -36,7 +36,7 @@ if CHECK="[ -e $dev ]" qmp "device_add $SERIAL" "$WAIT_S"; then
     if d=$(nvme_wait_disks "$CTRL" 1 "$WAIT_S"); then
         DISK=$(echo $d | cut -d' ' -f1)
         pass "fault-removal-reprobed ($(nvme_driver "$CTRL"), $DISK)"
-        run_fio fault-removal-verify-after --filename=/dev/$DISK --direct=1 --bs=4k --size=${VMB}M \
+        run_fio fault-removal-verify-after --filename=/dev/$DISK --allow_file_create=0 --direct=1 --bs=4k --size=${VMB}M \
             --ioengine=libaio --iodepth=8 --rw=randwrite --verify=crc32c --do_verify=1 \
             --verify_fatal=1 || FAULT_FAILED=1
     else

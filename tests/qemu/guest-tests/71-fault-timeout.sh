@@ -16,7 +16,7 @@ old_to=$(cat $q/io_timeout)
 
 # verify_after NAME: the driver serves I/O (fio write + verify, 8 MiB).
 verify_after() {
-    run_fio "fault-timeout-$1-io-after" --filename=/dev/$DISK --direct=1 --bs=4k --size=${VMB}M \
+    run_fio "fault-timeout-$1-io-after" --filename=/dev/$DISK --allow_file_create=0 --direct=1 --bs=4k --size=${VMB}M \
         --offset=32M --ioengine=libaio --iodepth=8 --rw=randwrite --verify=crc32c --do_verify=1 \
         --verify_fatal=1 || FAULT_FAILED=1
 }
@@ -41,7 +41,7 @@ if [ -d "$fi_dir" ] && [ -e /sys/block/$DISK/io-timeout-fail ]; then
     FIO_OUT=/tmp/fio-fault.timeout-inject
     echo "--- fio timeout-inject: $((VMB / 2)) MiB randwrite + verify, QD 8, 5% of completions dropped (at most $times)"
     t0=$(cut -d. -f1 /proc/uptime)
-    timeout 300 fio --name=timeout-inject --filename=/dev/$DISK --direct=1 --bs=4k --size=$((VMB / 2))M \
+    timeout 300 fio --name=timeout-inject --filename=/dev/$DISK --allow_file_create=0 --direct=1 --bs=4k --size=$((VMB / 2))M \
         --ioengine=libaio --iodepth=8 --rw=randwrite --verify=crc32c --do_verify=1 \
         --continue_on_error=io > "$FIO_OUT" 2>&1
     FIO_RC=$?

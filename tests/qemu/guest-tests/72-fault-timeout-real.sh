@@ -18,7 +18,7 @@ old_to=$(cat $q/io_timeout)
 
 # verify_after NAME: the driver serves I/O (fio write + verify, 8 MiB).
 verify_after() {
-    run_fio "fault-timeout-$1-io-after" --filename=/dev/$DISK --direct=1 --bs=4k --size=${VMB}M \
+    run_fio "fault-timeout-$1-io-after" --filename=/dev/$DISK --allow_file_create=0 --direct=1 --bs=4k --size=${VMB}M \
         --offset=32M --ioengine=libaio --iodepth=8 --rw=randwrite --verify=crc32c --do_verify=1 \
         --verify_fatal=1 || FAULT_FAILED=1
 }

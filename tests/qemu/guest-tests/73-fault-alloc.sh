@@ -106,7 +106,7 @@ FIO_OUT=/tmp/fio-fault.alloc-io
 echo "--- fio alloc-io: $((VMB * 2)) MiB randwrite + verify, 64 KiB-1 MiB, QD 8, 20% of non-sleeping allocations fail"
 t0=$(cut -d. -f1 /proc/uptime)
 ( echo 1 > /proc/self/make-it-fail
-  exec timeout 300 fio --name=alloc-io --filename=/dev/$DISK --direct=1 --bsrange=64k-1m \
+  exec timeout 300 fio --name=alloc-io --filename=/dev/$DISK --allow_file_create=0 --direct=1 --bsrange=64k-1m \
       --size=$((VMB * 2))M --ioengine=libaio --iodepth=8 --rw=randwrite --verify=crc32c --do_verify=1 \
       --continue_on_error=io ) > "$FIO_OUT" 2>&1
 FIO_RC=$?
@@ -125,7 +125,7 @@ else
     pass "fault-alloc-io-data (no verify mismatch)"
 fi
 errors=$((errors + e))
-run_fio fault-alloc-io-after --filename=/dev/$DISK --direct=1 --bsrange=4k-1m --size=${VMB}M \
+run_fio fault-alloc-io-after --filename=/dev/$DISK --allow_file_create=0 --direct=1 --bsrange=4k-1m --size=${VMB}M \
     --offset=32M --ioengine=libaio --iodepth=8 --rw=randwrite --verify=crc32c --do_verify=1 \
     --verify_fatal=1 || FAULT_FAILED=1
 fault_result alloc "$errors"

@@ -16,14 +16,10 @@ for round in 1 2 3; do
     fi
     pass "fault-unload-$round-refused-open-fd"
     exec 3<&-
-    w0=$(awk '{ print $5 }' /sys/block/$DISK/stat)
     fault_fio unload-$round 0 --ioengine=libaio --iodepth=16 --rw=randwrite --bs=4k --size=${VMB}M \
         --verify=crc32c --do_verify=1 --verify_fatal=1 --loops=2
-    # Under load: fio has the disk open once its writes complete (it takes a while to start).
-    i=0
-    while [ "$(awk '{ print $5 }' /sys/block/$DISK/stat 2>/dev/null || echo 0)" -le "$w0" ] && [ "$i" -lt 300 ]; do
-        sleep 0.1; i=$((i + 1))
-    done
+    # Under load: fio has the disk open once I/O completes (it takes a while to start).
+    fault_fio_started
     refused=0 tries=0
     while kill -0 "$FIO_PID" 2>/dev/null && [ "$tries" -lt 5 ]; do
         tries=$((tries + 1))

@@ -7,6 +7,8 @@
 #                            parked), wait for its disk; sets CTRL (PCI address), SERIAL, DISK
 #   fault_fio NAME SECS ARGS background fio on /dev/$DISK, O_DIRECT, for SECS seconds (time_based;
 #                            0: until its job is done); sets FIO_PID
+#   fault_fio_started        waits (bounded, 120 s) until the disk has completed I/O since fault_fio:
+#                            fio (slow to start under TCG) really has it open; fails otherwise
 #   fault_fio_wait           waits for it (bounded: runtime + 60 s, else FAIL and kill); sets
 #                            FIO_ERRORS (I/O errors fio counted) and FIO_RC
 #   qmp 'VERB [ARGS]' [SECS] print a monitor request for the host (run-guest.sh --monitor,
@@ -61,16 +63,34 @@ fault_fio() {
     _fname="$1"; _secs="$2"; shift 2
     FIO_OUT=/tmp/fio-fault.$_fname
     echo "--- fio $_fname ($_secs s): $*"
+    # allow_file_create=0: without the disk node fio must fail, not write a file in /dev.
+    FIO_IOS0=$(_disk_ios)
     if [ "$_secs" = 0 ]; then
-        fio --name="$_fname" --filename=/dev/$DISK --direct=1 "$@" > "$FIO_OUT" 2>&1 &
+        fio --name="$_fname" --filename=/dev/$DISK --allow_file_create=0 --direct=1 "$@" \
+            > "$FIO_OUT" 2>&1 &
         FIO_PID=$!
         FIO_SECS=120
     else
-        fio --name="$_fname" --filename=/dev/$DISK --direct=1 --time_based --runtime="$_secs" \
-            "$@" > "$FIO_OUT" 2>&1 &
+        fio --name="$_fname" --filename=/dev/$DISK --allow_file_create=0 --direct=1 \
+            --time_based --runtime="$_secs" "$@" > "$FIO_OUT" 2>&1 &
         FIO_PID=$!
         FIO_SECS=$_secs
     fi
+}
+
+# _disk_ios: reads + writes completed on $DISK (0 if it is gone).
+_disk_ios() { awk '{ print $1 + $5 }' /sys/block/$DISK/stat 2>/dev/null || echo 0; }
+
+fault_fio_started() {
+    _i=0
+    while [ "$(_disk_ios)" -le "$FIO_IOS0" ]; do
+        _i=$((_i + 1))
+        if [ "$_i" -ge 1200 ] || ! kill -0 "$FIO_PID" 2>/dev/null; then
+            ffail "fault-fio-started (no I/O completed on $DISK since fio started)"
+            return 1
+        fi
+        sleep 0.1
+    done
 }
 
 fault_fio_wait() {
