@@ -6,7 +6,7 @@
 //!
 //! C header: [`include/linux/pci.h`](srctree/include/linux/pci.h)
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use kernel::{c_str, prelude::*, sync::Arc};
 use kernel_glue::{
@@ -72,7 +72,7 @@ impl Drop for Instance {
 
 /// Runs a bounded register state machine (`Enable`, `Disable`, `ShutdownSeq`) to its end,
 /// sleeping as it asks; its own deadline (on this sleep-counting clock) bounds the loop.
-fn run_sm<E: core::fmt::Display>(
+pub(crate) fn run_sm<E: core::fmt::Display>(
     mut poll: impl FnMut(u64) -> core::result::Result<Poll, E>,
 ) -> core::result::Result<(), E> {
     let mut now = 0u64;
@@ -163,7 +163,7 @@ impl Controller {
         let dbs = Doorbells::new(cap, bar.len() as u64);
 
         // Reset, admin queue, enable (bounded by CAP.TO inside `Enable`).
-        let aq = Queue::new(dev, &bar, &dbs, 0, ADMIN_DEPTH)?;
+        let aq = Queue::new(dev, &bar, &dbs, 0, ADMIN_DEPTH, None)?;
         let mut en = Enable::new(AdminQueue {
             sq_addr: aq.sq_addr(),
             cq_addr: aq.cq_addr(),
@@ -173,7 +173,7 @@ impl Controller {
             pr_err!("{}: enable failed: {}\n", dev.name(), e);
             ENODEV
         })?;
-        let admin = Admin::new(aq, bar.clone(), dev.clone());
+        let admin = Admin::new(aq, bar.clone(), dev.clone())?;
 
         let idc = IdentifyController::parse(&identify(&admin, dev, Cns::Controller, 0)?)
             .map_err(|_| EIO)?;
@@ -201,33 +201,26 @@ impl Controller {
         let mut queues = KVec::new();
         for i in 0..plan.default {
             let qid = i + 1;
-            let q = Queue::new(dev, &bar, &dbs, qid, depth)?;
             // Vector 0 is the admin queue's; with a single vector everything shares it.
             let vector = if vectors.count() > 1 {
                 u32::from(qid).min(vectors.count() - 1)
             } else {
                 0
             };
-            admin.exec(
-                SubmissionEntry::create_cq(qid, depth, q.cq_addr(), Some(vector as u16))
-                    .map_err(|_| EINVAL)?,
-            )?;
-            admin.exec(
-                SubmissionEntry::create_sq(qid, depth, q.sq_addr(), qid).map_err(|_| EINVAL)?,
-            )?;
+            let q = Queue::new(dev, &bar, &dbs, qid, depth, Some(vector as u16))?;
+            for cmd in q.create_cmds()? {
+                admin.exec(cmd)?;
+            }
             queues.push(q, GFP_KERNEL)?;
         }
         // Poll queues: after the interrupt-driven ones (hardware queue index = queue id - 1),
         // completion queues created without interrupts.
         for j in 0..plan.poll {
             let qid = plan.default + 1 + j;
-            let q = Queue::new(dev, &bar, &dbs, qid, depth)?;
-            admin.exec(
-                SubmissionEntry::create_cq(qid, depth, q.cq_addr(), None).map_err(|_| EINVAL)?,
-            )?;
-            admin.exec(
-                SubmissionEntry::create_sq(qid, depth, q.sq_addr(), qid).map_err(|_| EINVAL)?,
-            )?;
+            let q = Queue::new(dev, &bar, &dbs, qid, depth, None)?;
+            for cmd in q.create_cmds()? {
+                admin.exec(cmd)?;
+            }
             queues.push(q, GFP_KERNEL)?;
         }
 
@@ -244,6 +237,8 @@ impl Controller {
                 pool,
                 dev: dev.clone(),
                 admin,
+                queue_request: request,
+                resets: AtomicU32::new(0),
                 sgls: idc.supports_sgls(),
                 sgl_threshold: params.sgl_threshold,
             },

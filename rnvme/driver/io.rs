@@ -5,7 +5,7 @@
 //!
 //! C header: [`include/linux/blk-mq.h`](srctree/include/linux/blk-mq.h)
 
-use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 
 use bvec::Bvec;
 use kernel::{prelude::*, sync::Arc};
@@ -14,8 +14,7 @@ use kernel_glue::{
     dma::{Direction, DmaPool, Mapping, PoolBlock},
     error::BlkStatus,
     irq::{Handler, IrqReturn},
-    pci,
-    KPage,
+    pci, KPage,
 };
 use nvme::{DsmRange, SglPolicy, SubmissionEntry, DSM_MAX_RANGES};
 
@@ -48,6 +47,10 @@ pub(crate) struct IoData {
     /// The admin queue (Abort and controller disable after a timeout; also used by probe and
     /// remove).
     pub(crate) admin: Admin,
+    /// The Number of Queues value asked for at probe (asked again after a reset).
+    pub(crate) queue_request: u32,
+    /// Controller resets done.
+    pub(crate) resets: AtomicU32,
     /// The controller supports SGLs (Identify Controller SGLS).
     pub(crate) sgls: bool,
     /// Average segment size from which SGLs are used (0: never).
@@ -66,6 +69,12 @@ pub(crate) struct RqShared {
     aborted: AtomicBool,
     /// User passthrough command and its completion (`passthru`).
     pub(crate) pt: crate::passthru::RqPassthru,
+    /// This submission was cancelled by a controller reset (`nvme_cancel_request()`): the
+    /// completion decides whether the request is sent again.
+    cancelled: AtomicBool,
+    /// Times the request was sent again after a cancellation (`nvme_req(rq)->retries`); back to
+    /// 0 when the request ends.
+    retries: AtomicU8,
 }
 
 impl RqShared {
@@ -78,6 +87,21 @@ impl RqShared {
         sh.status.store(status, Ordering::Relaxed);
         rq.complete();
         true
+    }
+
+    /// Completes `rq`, whose command the disabled controller will never complete, as aborted
+    /// by the host (`nvme_cancel_request()`), unless another path already completes it.
+    pub(crate) fn cancel(rq: &Request<IoOps>) {
+        let sh = rq.shared();
+        if sh.completing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let st = nvme::Status::HOST_ABORTED;
+        sh.pt.completed(st, 0);
+        sh.cancelled.store(true, Ordering::Relaxed);
+        sh.status
+            .store(nvme::BlkStatus::from_nvme(st).value(), Ordering::Relaxed);
+        rq.complete();
     }
 }
 
@@ -339,9 +363,24 @@ impl Operations for IoOps {
     }
 
     fn complete(_data: &IoData, mut rq: OwnedRequest<Self>) {
-        // Unmap and free first (`nvme_unmap_data()`), then end.
+        // Unmap and free first (`nvme_unmap_data()`), then end or send again.
         *rq.owned_mut() = None;
-        let status = status_of(rq.shared().status.load(Ordering::Relaxed));
+        let sh = rq.shared();
+        if sh.cancelled.swap(false, Ordering::Relaxed) {
+            // Passthrough requests are not retried (`REQ_FAILFAST_DRIVER` in the C driver):
+            // the user gets the host-aborted status.
+            let noretry = matches!(rq.op(), Op::Other(_));
+            let retries = sh.retries.load(Ordering::Relaxed);
+            if nvme::decide_disposition(nvme::Status::HOST_ABORTED, retries, noretry)
+                == nvme::Disposition::Retry
+            {
+                sh.retries.store(retries + 1, Ordering::Relaxed);
+                rq.requeue();
+                return;
+            }
+        }
+        sh.retries.store(0, Ordering::Relaxed);
+        let status = status_of(sh.status.load(Ordering::Relaxed));
         rq.end(status);
     }
 
@@ -366,7 +405,19 @@ impl Operations for IoOps {
             RqShared::complete(rq, status);
             return TimeoutAction::Done;
         }
-        if !data.admin.is_dead() {
+        match data.admin.state() {
+            // A reset is under way: it cancels this command (and sends the request again).
+            nvme::CtrlState::Resetting => return TimeoutAction::ResetTimer,
+            nvme::CtrlState::Live => {}
+            nvme::CtrlState::Dead => {
+                // Disabled: the command will never complete.
+                if q.cancel(tag) {
+                    RqShared::complete(rq, BlkStatus::TIMEOUT.as_raw());
+                }
+                return TimeoutAction::Done;
+            }
+        }
+        {
             warn_limited!(
                 "{}: queue {}: tag {} timed out\n",
                 data.dev.name(),
@@ -386,10 +437,18 @@ impl Operations for IoOps {
                 }
             }
         }
-        // Abort did not help: stop the controller (all its DMA), then fail the request. Every
-        // other request in flight times out in turn and is failed here at once.
-        data.admin.disable("I/O timeout");
-        if q.cancel(tag) {
+        // Abort did not help: reset the controller (`reset.rs`), which cancels this command
+        // and every other one in flight; their requests are sent again once it is back.
+        let cid = q.cid_of(tag);
+        if let Some(set) = rq.tag_set() {
+            crate::reset::reset(data, &set);
+        } else {
+            data.admin.disable("I/O timeout");
+        }
+        // If the reset could not run, the controller is disabled and this command is still in
+        // flight (same command id): fail the request. (After a reset the tag may already carry
+        // the request's next submission, which must not be touched.)
+        if data.admin.is_dead() && cid.is_some() && q.cid_of(tag) == cid && q.cancel(tag) {
             RqShared::complete(rq, BlkStatus::TIMEOUT.as_raw());
         }
         TimeoutAction::Done

@@ -34,6 +34,7 @@ mod passthru;
 mod queue;
 mod ratelimit;
 mod regs;
+mod reset;
 
 module! {
     type: RnvmeModule,

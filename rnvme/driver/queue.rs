@@ -96,6 +96,13 @@ impl DbbufPages {
         Ok(Arc::new(Self { dbs, eis }, GFP_KERNEL)?)
     }
 
+    /// Zeroes both pages (`nvme_dbbuf_dma_alloc()` on a reset), while the controller is
+    /// disabled and does not use them.
+    pub(crate) fn zero(&self) {
+        self.dbs.zero();
+        self.eis.zero();
+    }
+
     /// Bus addresses of the shadow doorbell and event index pages (Doorbell Buffer Config).
     pub(crate) fn addrs(&self) -> (u64, u64) {
         (self.dbs.dma_handle(), self.eis.dma_handle())
@@ -172,6 +179,9 @@ struct Rings {
 /// A queue pair (admin queue or I/O queue).
 pub(crate) struct Queue {
     qid: u16,
+    depth: u32,
+    /// Interrupt vector of the completion queue (`None`: polled).
+    vector: Option<u16>,
     sq_mem: CoherentAllocation,
     cq_mem: CoherentAllocation,
     sq_db: usize,
@@ -190,13 +200,15 @@ pub(crate) enum SubmitError {
 }
 
 impl Queue {
-    /// Allocates queue pair `qid` with `depth` entries (2..=`MAX_DEPTH`).
+    /// Allocates queue pair `qid` with `depth` entries (2..=`MAX_DEPTH`), whose completion
+    /// queue interrupts on `vector` (`None`: polled).
     pub(crate) fn new(
         dev: &pci::Device,
         bar: &Arc<Bar>,
         dbs: &Doorbells,
         qid: u16,
         depth: u32,
+        vector: Option<u16>,
     ) -> Result<Arc<Self>> {
         if !(2..=MAX_DEPTH as u32).contains(&depth) {
             return Err(EINVAL);
@@ -218,6 +230,8 @@ impl Queue {
         Ok(Arc::new(
             Self {
                 qid,
+                depth,
+                vector,
                 sq_mem,
                 cq_mem,
                 sq_db,
@@ -249,9 +263,54 @@ impl Queue {
         Ok(())
     }
 
+    /// The shadow doorbell pages this queue uses, if any.
+    pub(crate) fn shadow_pages(&self) -> Option<Arc<DbbufPages>> {
+        self.rings.lock().shadow.as_ref().map(|s| s.pages.clone())
+    }
+
     /// Stops using shadow doorbells (the controller refused the Doorbell Buffer Config).
     pub(crate) fn detach_shadow(&self) {
         self.rings.lock().shadow = None;
+    }
+
+    /// The Create I/O Completion Queue and Create I/O Submission Queue commands of this
+    /// queue pair, in the order they are sent (probe, and again after a controller reset).
+    pub(crate) fn create_cmds(&self) -> Result<[SubmissionEntry; 2]> {
+        Ok([
+            SubmissionEntry::create_cq(self.qid, self.depth, self.cq_addr(), self.vector)
+                .map_err(|_| EINVAL)?,
+            SubmissionEntry::create_sq(self.qid, self.depth, self.sq_addr(), self.qid)
+                .map_err(|_| EINVAL)?,
+        ])
+    }
+
+    /// Takes one command in flight off the command id table (the controller was disabled, so
+    /// it will never complete: `nvme_cancel_request()`); returns its tag, `None` when no
+    /// command is in flight.
+    pub(crate) fn take_in_flight(&self) -> Option<u16> {
+        let mut r = self.rings.lock();
+        let tag = r.cids.in_flight_tags().next()?;
+        r.cids.cancel(tag);
+        Some(tag)
+    }
+
+    /// Empties the rings after the controller was disabled (`nvme_init_queue()`): SQ tail and
+    /// head, CQ head and phase back to the start, the completion ring zeroed (its old entries
+    /// would otherwise look posted in the new phase), any command still in flight forgotten.
+    pub(crate) fn reset_rings(&self) {
+        let mut r = self.rings.lock();
+        r.cids.cancel_all();
+        r.sq.reset();
+        r.cq.reset();
+        self.cq_mem.zero();
+        // Shadow doorbells start over at 0 too (`nvme_dbbuf_init()`); the caller zeroed the
+        // pages and sends Doorbell Buffer Config again once the queues exist.
+        if let Some(sh) = r.shadow.as_mut() {
+            let _ = sh.pages.dbs.write_u32(sh.sq_off, 0);
+            let _ = sh.pages.dbs.write_u32(sh.cq_off, 0);
+            sh.sq = ShadowDoorbell::new(0);
+            sh.cq = ShadowDoorbell::new(0);
+        }
     }
 
     /// Queue id (0: admin).

@@ -93,6 +93,7 @@ mod passthru;
 mod prp;
 mod queues;
 mod reap;
+mod recovery;
 mod reg_values;
 mod regs;
 mod sgl;
@@ -137,6 +138,7 @@ pub use prp::{
 };
 pub use queues::{QueueGrant, QueuePlan, QueuePlanError};
 pub use reap::{accept_completion, ReapError};
+pub use recovery::{decide_disposition, CtrlState, Disposition, MAX_RETRIES};
 pub use reg_values::{Aqa, Cap, Cc, Csts, Shutdown, ShutdownStatus};
 pub use regs::{
     DoorbellError, Doorbells, Registers, REG_ACQ, REG_AQA, REG_ASQ, REG_CAP, REG_CC, REG_CSTS,

@@ -8,20 +8,17 @@
 //!
 //! rnvme's admin queue has no blk-mq tag set (its commands are polled, one at a time), so a user
 //! command's data goes through a bounce buffer in coherent DMA memory: copied from user space
-//! before a write, to user space after a read. User commands are serialized among themselves by
-//! a sleeping lock (a waiter can be interrupted by a signal: `EINTR`), whose holder is bounded
-//! by its command's timeout; the driver's own admin commands (probe, remove, Abort) are refused
-//! with `EBUSY` by the command id table while one runs, as they are among themselves.
+//! before a write, to user space after a read. Every admin command, the user's and the driver's
+//! (probe, remove, Abort, reset), holds the admin lock while it runs (`admin.rs`; a user waiting
+//! for it can be interrupted by a signal: `EINTR`), whose holder is bounded by its command's
+//! timeout.
 //!
 //! A command that times out disables the controller before `ETIMEDOUT` is returned
 //! (`Admin::exec_done`, as `nvme_timeout()` in `drivers/nvme/host/pci.c` resets the controller
 //! for a timed-out admin command), so the bounce buffer and PRP list are freed on every path.
 
 use kernel::{prelude::*, uaccess::UserSlice};
-use kernel_glue::{
-    dma::{CoherentAllocation, MappedSegment},
-    time::msleep,
-};
+use kernel_glue::dma::{CoherentAllocation, MappedSegment};
 use nvme::{SubmissionEntry, UserCmd};
 
 use super::Inner;
@@ -31,8 +28,6 @@ use crate::dptr;
 const MAX_ADMIN_DATA: u32 = 2 * 1024 * 1024;
 /// Default admin command timeout (`NVME_ADMIN_TIMEOUT` is 60 s).
 const DEFAULT_TIMEOUT_MS: u32 = 60_000;
-/// How long to wait for the admin queue's single tag while the driver uses it.
-const BUSY_WAIT_MS: u32 = 1_000;
 /// Bytes copied per step between user space and the bounce buffer.
 const CHUNK: usize = 4096;
 
@@ -63,8 +58,7 @@ fn copy(buf: &CoherentAllocation, addr: u64, len: usize, to_device: bool) -> Res
 /// # Errors
 ///
 /// `EINVAL` (metadata, too long), `EFAULT` (bad user buffer), `ENOMEM`, `EINTR` (a signal
-/// while waiting for another user admin command), `EBUSY` (the driver holds the admin queue),
-/// `ETIMEDOUT` (the controller was then disabled), `ENODEV` (the controller is disabled).
+/// while waiting for another admin command), `ETIMEDOUT` (the controller was then disabled), `ENODEV` (the controller is disabled).
 pub(super) fn exec(inner: &Inner, cmd: &UserCmd, mut entry: SubmissionEntry) -> Result<(i32, u64)> {
     let len = if cmd.has_data() { cmd.data_len } else { 0 };
     // No metadata on the admin queue (`nvme_map_user_request()`: no integrity profile).
@@ -100,12 +94,9 @@ pub(super) fn exec(inner: &Inner, cmd: &UserCmd, mut entry: SubmissionEntry) -> 
         None => None,
     };
 
-    // One user admin command at a time; on every error path (a timeout included, after which
-    // the controller is disabled) `buf` and `_list` are freed by their drops.
-    let (status, result) = {
-        let _held = inner.admin_lock.lock_interruptible()?;
-        run(inner, entry, cmd.timeout_ms)?
-    };
+    // One admin command at a time (the admin lock); on every error path (a timeout included,
+    // after which the controller is disabled) `buf` and `_list` are freed by their drops.
+    let (status, result) = run(inner, entry, cmd.timeout_ms)?;
     if let Some(b) = &buf {
         if !cmd.is_write() {
             copy(b, cmd.addr, len, false)?;
@@ -114,26 +105,15 @@ pub(super) fn exec(inner: &Inner, cmd: &UserCmd, mut entry: SubmissionEntry) -> 
     Ok((i32::from(status), result))
 }
 
-/// Submits `entry` on the admin queue's tag and polls for its completion (bounded by the
-/// command's timeout; on a timeout the controller is disabled, see `Admin::exec_done`).
+/// Runs `entry` on the admin queue (waiting for the admin lock, interruptibly) and polls for
+/// its completion, bounded by the command's timeout (on a timeout the controller is disabled,
+/// see `Admin::exec_done`).
 fn run(inner: &Inner, entry: SubmissionEntry, timeout_ms: u32) -> Result<(u16, u64)> {
-    let admin = &inner.io.admin;
     let limit = if timeout_ms == 0 {
         DEFAULT_TIMEOUT_MS
     } else {
         timeout_ms
     };
-    // The driver may hold the admin queue's tag for one of its own commands (an Abort from the
-    // timeout handler): wait for it, bounded.
-    let mut waited = 0u32;
-    loop {
-        match admin.exec_done(entry, limit) {
-            Err(e) if e == EBUSY && waited < BUSY_WAIT_MS => {
-                msleep(1);
-                waited += 1;
-            }
-            Err(e) => return Err(e),
-            Ok(d) => return Ok((d.status.code(), d.result)),
-        }
-    }
+    let d = inner.io.admin.exec_done(entry, limit)?;
+    Ok((d.status.code(), d.result))
 }

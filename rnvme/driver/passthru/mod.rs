@@ -24,7 +24,6 @@ use kernel::{prelude::*, sync::Arc, uaccess::UserSlice};
 use kernel_glue::{
     block::mq::GenDisk,
     chardev::{capable_sys_admin, CharDev, FileOps, Issued, UringCmd},
-    mutex::SleepLock,
     user_rq::DiskRef,
 };
 use nvme::{
@@ -61,8 +60,6 @@ pub(crate) struct Inner {
     effects_log: Option<KVec<u8>>,
     /// The namespaces with a disk.
     ns: KVec<NsInfo>,
-    /// Held while a user admin command runs (they run one at a time).
-    admin_lock: SleepLock<()>,
 }
 
 /// The state of one controller's character devices, shared with their open files.
@@ -131,7 +128,6 @@ impl Devices {
                 io: io.clone(),
                 effects_log: read_effects(io),
                 ns,
-                admin_lock: SleepLock::new(())?,
             },
             GFP_KERNEL,
         )?;

@@ -128,14 +128,19 @@ else
     fail "rnvme-reload-disks"
 fi
 
+# Load/unload cycles: ten (rnvme_reload_cycles=N on the kernel command line changes it: each
+# cycle probes every controller again, about 30 s each under the debug kernel).
+cycles=${rnvme_reload_cycles:-10}
 ok=1
-for i in 1 2 3 4 5 6 7 8 9 10; do
+i=0
+while [ "$i" -lt "$cycles" ]; do
+    i=$((i + 1))
     rmmod rnvme || { ok=0; echo "cycle $i: rmmod failed"; break; }
     insmod "$ko" || { ok=0; echo "cycle $i: insmod failed"; break; }
     nvme_wait_disks "$b0" 1 "$wait_s" >/dev/null || { ok=0; echo "cycle $i: no disk"; break; }
     dd if=/dev/$d of=/dev/null bs=4k count=16 iflag=direct 2>/dev/null || { ok=0; echo "cycle $i: read failed"; break; }
 done
-[ "$ok" = 1 ] && pass "rnvme-reload-10-cycles" || fail "rnvme-reload-10-cycles"
+[ "$ok" = 1 ] && pass "rnvme-reload-$cycles-cycles" || fail "rnvme-reload-$cycles-cycles"
 
 # Timeouts: fail_io_timeout drops the completion of one read; the request must still end (the
 # timeout handler finds the command completed and ends it with its status) and later I/O works.
@@ -162,6 +167,46 @@ if [ -d "$fi_dir" ] && [ -e /sys/block/$d/io-timeout-fail ]; then
         fail "rnvme-io-after-timeout"
 else
     echo "timeout check not run (no fail_io_timeout in this kernel)"
+fi
+
+# Controller reset under load (issue 7): while fio writes and verifies, the controller stops
+# answering: bus mastering is cleared in its PCI command register for two seconds, so QEMU's
+# controller can neither fetch commands nor post completions or interrupts (it sets CSTS.CFS),
+# and what was in flight stays there after bus mastering is back. With a 3 s request timeout the
+# driver reaps (nothing), sends an Abort (QEMU refuses it), then resets the controller: quiesce,
+# disable, cancel (host-aborted, requeued), enable, queues again, unquiesce. fio must see no
+# error and verify every block, the reset must be logged, and the same disk must keep serving
+# verified I/O afterwards, without unbind/bind.
+resets_done() { dmesg | grep -c 'controller reset [0-9]* done'; }
+cfg=/sys/bus/pci/devices/$b0/config
+if [ -e /sys/block/$d/queue/io_timeout ] && [ -w "$cfg" ]; then
+    old_to=$(cat /sys/block/$d/queue/io_timeout)
+    echo 3000 > /sys/block/$d/queue/io_timeout
+    r0=$(resets_done)
+    cmd=$(od -An -tu1 -j4 -N1 "$cfg" | tr -d ' ')
+    fio --name=rnvme-reset-load --filename=/dev/$d --direct=1 --bs=4k --size=24M --offset=8M \
+        --ioengine=libaio --iodepth=16 --rw=randwrite --verify=crc32c --do_verify=1 \
+        --verify_fatal=1 --loops=2 > /tmp/reset-fio.out 2>&1 &
+    fpid=$!
+    sleep 2
+    printf "\\$(printf '%03o' $((cmd & ~4)))" | dd of="$cfg" bs=1 seek=4 count=1 conv=notrunc 2>/dev/null
+    echo "bus mastering off ($b0: command byte $cmd -> $((cmd & ~4)))"
+    sleep 2
+    printf "\\$(printf '%03o' "$cmd")" | dd of="$cfg" bs=1 seek=4 count=1 conv=notrunc 2>/dev/null
+    echo "bus mastering back ($(od -An -tu1 -j4 -N1 "$cfg" | tr -d ' '))"
+    if wait $fpid; then frc=0; else frc=$?; fi
+    echo "$old_to" > /sys/block/$d/queue/io_timeout
+    grep -E 'err=|verify|error' /tmp/reset-fio.out | head -5 | sed 's/^/fio: /'
+    r1=$(resets_done)
+    dmesg | grep -E 'timed out|abort|resetting|reset [0-9]* (done|failed)|disabling' | tail -6 |
+        sed 's/^/dmesg: /'
+    [ "$frc" = 0 ] && pass "rnvme-reset-under-load-fio-verify" ||
+        fail "rnvme-reset-under-load-fio-verify (fio exit $frc)"
+    [ "$r1" -gt "$r0" ] && pass "rnvme-reset-logged ($((r1 - r0)) resets)" ||
+        fail "rnvme-reset-logged (no 'controller reset N done' in the kernel log)"
+    run_fio "rnvme-$d-verify-after-reset" --filename=/dev/$d --direct=1 --bs=4k --size=8M \
+        --offset=40M --ioengine=io_uring --iodepth=16 --rw=randwrite --verify=crc32c \
+        --do_verify=1 --verify_fatal=1
 fi
 
 # Poll queues and SGLs: reload with poll_queues=1 and sgl_threshold=512 (every data transfer an

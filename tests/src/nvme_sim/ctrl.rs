@@ -100,6 +100,10 @@ pub struct SimController {
     pub bad_doorbells: u32,
     /// Commands executed, by opcode class: (admin, io).
     pub executed: (u64, u64),
+    /// The controller stops answering (fetches, executes and posts nothing, its completions
+    /// stay unposted) once this many I/O commands were executed in total, until it is
+    /// disabled: a disable (controller reset) cures the hang.
+    pub hang_after_io: Option<u64>,
 }
 
 impl SimController {
@@ -123,6 +127,7 @@ impl SimController {
             injected_hidden: 0,
             bad_doorbells: 0,
             executed: (0, 0),
+            hang_after_io: None,
         }
     }
 
@@ -150,6 +155,10 @@ impl SimController {
             self.cqs.clear();
             self.pending.clear();
             self.regs.take_doorbells();
+            self.hang_after_io = None;
+            return;
+        }
+        if self.hang_after_io.is_some_and(|n| self.executed.1 >= n) {
             return;
         }
         if !self.regs.ready() {
@@ -181,7 +190,9 @@ impl SimController {
         let ids: Vec<u16> = self.sqs.keys().copied().collect();
         for sqid in ids {
             while let Some(sq) = self.sqs.get(&sqid).cloned() {
-                if sq.head == sq.tail {
+                if sq.head == sq.tail
+                    || (sqid != 0 && self.hang_after_io.is_some_and(|n| self.executed.1 >= n))
+                {
                     break;
                 }
                 let mut cmd = [0u8; 64];

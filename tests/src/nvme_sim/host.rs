@@ -133,6 +133,23 @@ impl Host {
         Ok(polls)
     }
 
+    /// Runs [`nvme::Disable`] (the first step of a controller reset) and lets the controller
+    /// see it; returns the number of polls.
+    pub fn disable(&mut self) -> Result<u32, InitError> {
+        let mut d = nvme::Disable::new();
+        let mut polls = 0;
+        loop {
+            polls += 1;
+            assert!(polls <= MAX_POLLS, "Disable did not terminate");
+            match d.poll(&self.ctrl.regs, self.ctrl.regs.now())? {
+                Poll::Wait(ms) => self.ctrl.regs.advance(u64::from(ms)),
+                Poll::Done => break,
+            }
+        }
+        self.ctrl.process(&mut self.bus);
+        Ok(polls)
+    }
+
     /// Runs [`nvme::ShutdownSeq`]; returns the number of polls.
     pub fn shutdown(&mut self, rtd3e_us: u32) -> Result<u32, InitError> {
         let mut s = ShutdownSeq::new(rtd3e_us);

@@ -23,4 +23,4 @@ mod tag_set;
 pub use gen_disk::{GenDisk, QueueLimits};
 pub use operations::{Operations, TimeoutAction};
 pub use request::{Op, OwnedRequest, Request};
-pub use tag_set::{HwQueue, QueueMap, TagSet};
+pub use tag_set::{HwQueue, QueueMap, TagSet, TagSetRef};

@@ -9,7 +9,7 @@ use core::{cell::UnsafeCell, marker::PhantomData, ptr::NonNull};
 use bvec::{Bvec, BvecIter, IterState};
 use kernel::{bindings, prelude::*, types::Opaque};
 
-use super::{HwQueue, Operations};
+use super::{HwQueue, Operations, TagSetRef};
 use crate::{error::BlkStatus, helpers, KPage};
 
 /// The PDU blk-mq allocates behind every request of a [`super::TagSet`] of `T`.
@@ -179,6 +179,14 @@ impl<T: Operations> Request<T> {
         unsafe { HwQueue::from_raw((*self.raw()).mq_hctx) }
     }
 
+    /// The tag set of the request (to quiesce it and find other requests, in a controller
+    /// reset).
+    pub fn tag_set(&self) -> Option<TagSetRef<'_, T>> {
+        // SAFETY: live request of a disk's queue (type invariant): `q` is that queue and its
+        // `tag_set` the live raw tag set of a `TagSet<T>`, alive while the request is.
+        unsafe { TagSetRef::from_raw((*(*self.raw()).q).tag_set) }
+    }
+
     /// Completes the request: blk-mq then calls [`Operations::complete`] (here or on the
     /// submitting CPU). The caller must make sure this happens once per submission.
     pub fn complete(&self) {
@@ -324,6 +332,16 @@ impl<T: Operations> OwnedRequest<T> {
     /// Gives the request to the device: from now on only [`Request::complete`] (through a
     /// shared [`Request`] found by tag) brings it back to the driver.
     pub fn submit(self) {}
+
+    /// Sends the request again later (`blk_mq_requeue_request(rq, true)`, as `nvme_retry_req()`
+    /// does): it goes back to blk-mq, which dispatches it to `queue_rq` once its queue runs
+    /// (not while quiesced). The owner-only state is released first.
+    pub fn requeue(mut self) {
+        *self.owned_mut() = None;
+        // SAFETY: owned live request, in `complete` (started), given back once (consumes the
+        // owner).
+        unsafe { bindings::blk_mq_requeue_request(self.rq.as_ptr(), true) };
+    }
 
     /// Ends the request with `status` (`blk_mq_end_request()`); the owner-only state should
     /// have been released first.

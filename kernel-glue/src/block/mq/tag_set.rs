@@ -198,6 +198,77 @@ impl<T: Operations> TagSet<T> {
     }
 }
 
+/// A tag set reached from one of its requests (in a callback such as `timeout`, where the
+/// driver data cannot hold its own [`TagSet`]): quiescing all its queues and finding requests
+/// by tag, as a controller reset needs (`nvme_quiesce_io_queues()`, `nvme_cancel_tagset()`).
+///
+/// # Invariants
+///
+/// `set` is the live raw tag set of a [`TagSet<T>`] for `'a` (a request of it is borrowed for
+/// `'a`, and a tag set outlives its requests).
+pub struct TagSetRef<'a, T: Operations> {
+    set: NonNull<bindings::blk_mq_tag_set>,
+    _p: PhantomData<&'a T>,
+}
+
+impl<T: Operations> core::fmt::Debug for TagSetRef<'_, T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TagSetRef").finish()
+    }
+}
+
+impl<'a, T: Operations> TagSetRef<'a, T> {
+    /// Wraps `set`, `None` if null.
+    ///
+    /// # Safety
+    ///
+    /// `set` must be the live raw tag set of a [`TagSet<T>`] for `'a`.
+    pub(crate) unsafe fn from_raw(set: *mut bindings::blk_mq_tag_set) -> Option<Self> {
+        // INVARIANT: function contract.
+        Some(Self {
+            set: NonNull::new(set)?,
+            _p: PhantomData,
+        })
+    }
+
+    /// Stops dispatch on every queue of every disk of the set and waits until no
+    /// `queue_rq` runs (`blk_mq_quiesce_tagset()`; sleeps). Requests queued meanwhile wait.
+    pub fn quiesce(&self) {
+        // SAFETY: live tag set (type invariant); process context (the function may sleep,
+        // which its callers, timeout work and process context, allow).
+        unsafe { bindings::blk_mq_quiesce_tagset(self.set.as_ptr()) };
+    }
+
+    /// Undoes [`TagSetRef::quiesce`] and runs the queues (`blk_mq_unquiesce_tagset()`).
+    pub fn unquiesce(&self) {
+        // SAFETY: live tag set (type invariant), quiesced by the caller before.
+        unsafe { bindings::blk_mq_unquiesce_tagset(self.set.as_ptr()) };
+    }
+
+    /// The request holding `tag` on hardware queue `hctx_idx`, if any (as
+    /// [`TagSet::tag_to_rq`]).
+    pub fn tag_to_rq(&self, hctx_idx: u32, tag: u32) -> Option<&'a Request<T>> {
+        let raw = self.set.as_ptr();
+        // SAFETY: live tag set (type invariant); `tags` has `nr_hw_queues` entries.
+        let tags = unsafe {
+            if hctx_idx >= (*raw).nr_hw_queues || (*raw).tags.is_null() {
+                return None;
+            }
+            *(*raw).tags.add(hctx_idx as usize)
+        };
+        if tags.is_null() {
+            return None;
+        }
+        // SAFETY: `tags` is a live tag map of this set; the helper range-checks `tag`.
+        let rq = unsafe { helpers::rnvme_glue_blk_mq_tag_to_rq(tags, tag) };
+        if rq.is_null() {
+            return None;
+        }
+        // SAFETY: requests of a tag map live as long as the tag set, alive for `'a`.
+        Some(unsafe { Request::from_raw(rq) })
+    }
+}
+
 /// A hardware queue (`struct blk_mq_hw_ctx`) during a callback, for finding its requests.
 ///
 /// # Invariants

@@ -1,0 +1,108 @@
+//! Controller recovery after a timeout: the controller state machine and the fate of the
+//! commands a reset cancels (`nvme_change_ctrl_state()`, `nvme_cancel_request()` and
+//! `nvme_decide_disposition()` in `drivers/nvme/host/core.c`; `nvme_timeout()`,
+//! `nvme_dev_disable()` and `nvme_reset_work()` in `drivers/nvme/host/pci.c`).
+//!
+//! C header: [`include/linux/nvme.h`](srctree/include/linux/nvme.h)
+//!
+//! The driver's reset is: [`CtrlState::Live`] -> [`CtrlState::Resetting`] (only one reset at a
+//! time; a timeout during it waits), quiesce the queues, disable the controller (bounded by
+//! CAP.TO, [`crate::Disable`]), cancel every command in flight with
+//! [`Status::HOST_ABORTED`], reset the rings, enable ([`crate::Enable`]), create the I/O queues
+//! again, then [`CtrlState::Live`] and unquiesce; if any step fails, [`CtrlState::Dead`]: the
+//! controller stays disabled and every request fails. A cancelled request is retried
+//! ([`decide_disposition`]) up to [`MAX_RETRIES`] times.
+
+use crate::Status;
+
+/// How often a request is retried after a failure that allows it (`nvme_max_retries`, 5).
+pub const MAX_RETRIES: u8 = 5;
+
+impl Status {
+    /// Command Aborted By Host (path related status, `NVME_SC_HOST_ABORTED_CMD`): what a
+    /// cancelled command completes with (`nvme_cancel_request()`); not DNR, so it is retried.
+    pub const HOST_ABORTED: Self = Self::from_code(0x371);
+}
+
+/// The state of a controller (the subset of `enum nvme_ctrl_state` rnvme uses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum CtrlState {
+    /// Enabled with its I/O queues: requests are submitted.
+    Live = 0,
+    /// A reset is in progress: the queues are quiesced, commands are cancelled.
+    Resetting = 1,
+    /// Disabled for good (a reset failed, or a timeout outside a reset's reach): every request
+    /// fails until the controller is bound again.
+    Dead = 2,
+}
+
+impl CtrlState {
+    /// The state stored as `v` by [`CtrlState::as_u8`] (anything else is [`CtrlState::Dead`]).
+    pub const fn from_u8(v: u8) -> Self {
+        match v {
+            0 => Self::Live,
+            1 => Self::Resetting,
+            _ => Self::Dead,
+        }
+    }
+
+    /// The state as a byte (for an atomic).
+    pub const fn as_u8(self) -> u8 {
+        self as u8
+    }
+
+    /// Whether `self -> next` is allowed (`nvme_change_ctrl_state()`): a reset starts only
+    /// from [`CtrlState::Live`], ends in [`CtrlState::Live`] or [`CtrlState::Dead`]; anything
+    /// may die; nothing leaves [`CtrlState::Dead`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use nvme::CtrlState::*;
+    /// assert!(Live.can_become(Resetting) && Resetting.can_become(Live));
+    /// assert!(!Resetting.can_become(Resetting));    // one reset at a time
+    /// assert!(!Dead.can_become(Live) && !Dead.can_become(Resetting));
+    /// ```
+    pub const fn can_become(self, next: Self) -> bool {
+        matches!(
+            (self, next),
+            (Self::Live, Self::Resetting)
+                | (Self::Resetting, Self::Live)
+                | (Self::Live | Self::Resetting, Self::Dead)
+        )
+    }
+}
+
+/// What to do with a finished command (`enum nvme_disposition`, without the multipath and
+/// authentication cases rnvme does not have).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Disposition {
+    /// End the request with its status.
+    Complete,
+    /// Send the request again (`nvme_retry_req()`: requeue), its retry count incremented.
+    Retry,
+}
+
+/// The disposition of a command that ended with `status` after `retries` earlier retries
+/// (`nvme_decide_disposition()`): success completes; a failure is retried unless it is DNR,
+/// the request may not be retried (`noretry`: `blk_noretry_request()`, e.g. passthrough), or
+/// [`MAX_RETRIES`] retries were made.
+///
+/// # Examples
+///
+/// ```
+/// use nvme::{decide_disposition, Disposition, Status, MAX_RETRIES};
+/// assert_eq!(decide_disposition(Status::HOST_ABORTED, 0, false), Disposition::Retry);
+/// assert_eq!(decide_disposition(Status::HOST_ABORTED, MAX_RETRIES, false), Disposition::Complete);
+/// assert_eq!(decide_disposition(Status::HOST_ABORTED, 0, true), Disposition::Complete);
+/// assert_eq!(decide_disposition(Status::SUCCESS, 0, false), Disposition::Complete);
+/// assert_eq!(decide_disposition(Status::from_code(0x4002), 0, false), Disposition::Complete); // DNR
+/// ```
+pub const fn decide_disposition(status: Status, retries: u8, noretry: bool) -> Disposition {
+    if status.is_success() || !status.retryable() || noretry || retries >= MAX_RETRIES {
+        Disposition::Complete
+    } else {
+        Disposition::Retry
+    }
+}

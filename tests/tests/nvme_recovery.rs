@@ -1,0 +1,162 @@
+//! Controller recovery after a timeout (issue 7), driven by the `nvme` crate's recovery pieces
+//! against the simulated controller: a controller that stops answering in the middle of a batch
+//! of writes is reset the way rnvme's `reset.rs` does it (`CtrlState` Live -> Resetting, disable
+//! bounded by CAP.TO, every command in flight cancelled as host-aborted and sent again per
+//! `decide_disposition`, enable, queues again, Live), possibly hanging again after each reset,
+//! and either coming back or never becoming ready again. Checked against a model: every request
+//! ends exactly once, none is sent more than `MAX_RETRIES + 1` times, a request that succeeded
+//! has its data on the namespace, a request fails only if its retries ran out or the controller
+//! died, every state change is one `CtrlState::can_become` allows, and everything is bounded.
+
+use iovstack_tests::nvme_sim::host::Host;
+use iovstack_tests::nvme_sim::{NsConfig, SimConfig};
+use nvme::{decide_disposition, CtrlState, Disposition, Status, SubmissionEntry, MAX_RETRIES};
+use proptest::prelude::*;
+
+/// Blocks of 512 B per write; write `i` covers blocks `8 * i .. 8 * i + 8` (no overlaps, so
+/// retries in any order leave the same data).
+const BLOCKS: u32 = 8;
+const LEN: usize = BLOCKS as usize * 512;
+
+/// How a request ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum End {
+    Ok,
+    Failed,
+}
+
+fn pattern(i: usize, seed: u8) -> Vec<u8> {
+    (0..LEN)
+        .map(|b| (b as u8).wrapping_mul(31) ^ (i as u8).wrapping_mul(7) ^ seed)
+        .collect()
+}
+
+fn change(state: &mut CtrlState, to: CtrlState) {
+    assert!(state.can_become(to), "{state:?} -> {to:?} not allowed");
+    *state = to;
+}
+
+/// Submits write `i` (tag `i`) on I/O queue 1.
+fn submit(host: &mut Host, i: usize, seed: u8) {
+    let segs = host.dma_buffer(LEN as u32, 0, 1);
+    host.fill(&segs, &pattern(i, seed));
+    let dp = host.data_pointer(&segs, false).unwrap();
+    let cmd = SubmissionEntry::write(1, (i as u64) * u64::from(BLOCKS), BLOCKS, false, dp).unwrap();
+    host.submit(1, i as u16, cmd).unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn reset_recovers_or_fails_cleanly(
+        n in 1usize..40,
+        hang_after in 0u64..40,
+        // How many times the controller hangs again after a reset (0: the first reset cures
+        // it), each time after `rehang_at` more I/O commands (0: at once, so everything sent
+        // again is in flight again); MAX_RETRIES or more exhausts the retries.
+        rehangs in 0usize..10,
+        rehang_at in prop_oneof![Just(0u64), 0u64..4],
+        recovers in any::<bool>(),
+        seed in any::<u8>(),
+    ) {
+        let mut host = Host::new(SimConfig {
+            namespaces: vec![NsConfig::simple(1, 2048, 9)],
+            ..SimConfig::default()
+        });
+        host.enable(32).unwrap();
+        host.setup_io(1, 0, 64).unwrap();
+        host.ctrl.hang_after_io = Some(hang_after);
+        let mut state = CtrlState::Live;
+        let mut ends: Vec<Option<End>> = vec![None; n];
+        let mut sends = vec![0u8; n];
+        let mut retries = vec![0u8; n];
+        for (i, sent) in sends.iter_mut().enumerate() {
+            submit(&mut host, i, seed);
+            *sent += 1;
+        }
+        host.ring(1);
+        let mut rehangs = std::iter::repeat(rehang_at).take(rehangs);
+        let mut resets = 0u32;
+        loop {
+            // The controller runs; completions end their requests.
+            for _ in 0..4 {
+                host.ctrl.process(&mut host.bus);
+                for (tag, c) in host.reap(1) {
+                    let i = usize::from(tag);
+                    prop_assert!(ends[i].is_none(), "request {i} ended twice");
+                    ends[i] = Some(if c.status.is_success() { End::Ok } else { End::Failed });
+                }
+            }
+            let in_flight: Vec<u16> = host.queues[1].cids.in_flight_tags().collect();
+            if in_flight.is_empty() {
+                break;
+            }
+            // Timeout: (the Abort is refused, as QEMU does) reset.
+            resets += 1;
+            prop_assert!(resets <= u32::from(MAX_RETRIES) + 2, "resets do not end");
+            change(&mut state, CtrlState::Resetting);
+            let disabled = host.disable().is_ok();
+            prop_assert!(disabled, "the simulated controller always disables");
+            let mut again = Vec::new();
+            for tag in in_flight {
+                prop_assert!(host.queues[1].cids.cancel(tag));
+                let i = usize::from(tag);
+                match decide_disposition(Status::HOST_ABORTED, retries[i], false) {
+                    Disposition::Retry => {
+                        retries[i] += 1;
+                        again.push(i);
+                    }
+                    Disposition::Complete => {
+                        prop_assert!(ends[i].is_none());
+                        ends[i] = Some(End::Failed);
+                    }
+                }
+            }
+            if !recovers {
+                host.ctrl.regs.behaviour.ready_after_ms = None;
+            }
+            let back = host.enable(32).is_ok() && host.setup_io(1, 0, 64).is_ok();
+            if !back {
+                change(&mut state, CtrlState::Dead);
+                // Every request sent again fails: nothing is left waiting.
+                for i in again {
+                    prop_assert!(ends[i].is_none());
+                    ends[i] = Some(End::Failed);
+                }
+                break;
+            }
+            change(&mut state, CtrlState::Live);
+            if let Some(k) = rehangs.next() {
+                host.ctrl.hang_after_io = Some(host.ctrl.executed.1 + k);
+            }
+            for i in again {
+                submit(&mut host, i, seed);
+                sends[i] += 1;
+            }
+            host.ring(1);
+        }
+        for i in 0..n {
+            let end = ends[i];
+            prop_assert!(end.is_some(), "request {i} never ended");
+            prop_assert!(sends[i] <= MAX_RETRIES + 1, "request {i} sent {} times", sends[i]);
+            if end == Some(End::Failed) {
+                prop_assert!(
+                    state == CtrlState::Dead || retries[i] == MAX_RETRIES,
+                    "request {i} failed with retries left on a live controller"
+                );
+            } else {
+                let start = i * LEN;
+                let data = &host.ctrl.namespaces[&1].data[start..start + LEN];
+                prop_assert_eq!(data, &pattern(i, seed)[..], "request {} data", i);
+            }
+        }
+        if recovers && state == CtrlState::Live {
+            // The controller serves I/O after the resets.
+            prop_assert!(host.ctrl.hang_after_io.is_none() || host.queues[1].cids.in_flight() == 0);
+        }
+        if !recovers && resets > 0 {
+            prop_assert_eq!(state, CtrlState::Dead);
+        }
+    }
+}
