@@ -107,8 +107,9 @@ impl RqShared {
 
 /// Per-request state owned by the request's owner: what must live until completion.
 pub(crate) struct RqOwned {
-    /// The data segments' DMA mappings (unmapped on drop).
-    _map: Option<Mapping<MAX_SEGS>>,
+    /// The data segments' DMA mappings (unmapped on drop), on the heap: the table is 2 KiB and
+    /// `queue_rq`'s stack frame must stay small (issue 7: 8.9 KiB when it was held by value).
+    _map: Option<KBox<Mapping<MAX_SEGS>>>,
     /// PRP list or DSM range page (freed on drop).
     _page: Option<PoolBlock>,
 }
@@ -118,7 +119,7 @@ impl RqOwned {
     /// mapping table is built on the heap, off `queue_rq`'s stack, and moved in here).
     pub(crate) fn data(map: Option<KBox<Mapping<MAX_SEGS>>>, page: Option<PoolBlock>) -> Self {
         Self {
-            _map: map.map(KBox::into_inner),
+            _map: map,
             _page: page,
         }
     }
@@ -168,7 +169,9 @@ impl IoOps {
                 } else {
                     Direction::FromDevice
                 };
-                let mut map = Mapping::<MAX_SEGS>::new(&data.dev, dir);
+                // Built on the heap (`queue_rq` may not sleep): never on this stack.
+                let mut map = Mapping::<MAX_SEGS>::new_boxed(&data.dev, dir, GFP_ATOMIC)
+                    .map_err(prep_status)?;
                 // Physically contiguous segments are mapped as one, as the block layer counts
                 // them (`biovec_phys_mergeable()`, `blk_rq_map_sg()`): only the merged segment
                 // has to end on a controller page for the PRP rules.
