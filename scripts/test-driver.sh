@@ -17,6 +17,15 @@ q="$RNVME_REPO/tests/qemu"
 if ((! $#)); then
     if grep -q -- '--topology' "$q/run-guest.sh"; then set -- --topology proof; else set -- --nvme 2; fi
 fi
+# The debug kernel (KASAN, lockdep, kmemleak, DMA-API debugging) is much slower under TCG and
+# every probe spends ~30 s in ACPI: /init's default 300 s per test is not enough (20-rnvme-basic
+# and 50-rnvme-passthru were killed at 329 s and 355 s at load 20; 20-rnvme-basic alone on one
+# controller with one load/unload cycle took 1046 s at load 25), and ten cycles re-probing four
+# controllers would add about 20 minutes. Debug runs get 2000 s per test, two cycles and a 5400 s
+# guest bound (a later -t wins).
+if [[ "$variant" == debug ]]; then
+    set -- -t 5400 --append "rnvme_test_timeout=2000 rnvme_reload_cycles=2" "$@"
+fi
 
 stage "build rnvme.ko ($variant)"
 driver_initramfs_args "$variant"
