@@ -9,6 +9,7 @@ use bvec::Page;
 
 use crate::iter::{IterType, Kind, MAX_RW_COUNT};
 use crate::segment::SegLen;
+use crate::table::strided_position;
 use crate::{Direction, IovError, IovIter};
 
 /// `iov_iter_iovec_advance` / `iov_iter_bvec_advance` / `iov_iter_folioq_advance`: moves
@@ -160,6 +161,17 @@ impl<'a, P: Page, D: Direction> IovIter<'a, P, D> {
             _ if size == self.capacity - self.consumed => (self.idx, self.iov_offset) = self.end,
             Kind::Iovec(t) => seg_advance(t, &mut self.idx, &mut self.iov_offset, size),
             Kind::Kvec(t) => seg_advance(t, &mut self.idx, &mut self.iov_offset, size),
+            // A strided checked table (`BvecTable`): the position `consumed + size` bytes from
+            // the table start (every BVEC iterator starts there) is arithmetic, as
+            // io_uring/rsrc.c `io_import_fixed()` computes it. `size < capacity - consumed`
+            // here, so the sum is below the capacity and inside the table.
+            Kind::Bvec {
+                table,
+                shift: Some(shift),
+                ..
+            } => {
+                (self.idx, self.iov_offset) = strided_position(table, shift, self.consumed + size);
+            }
             Kind::Bvec { table, .. } => {
                 seg_advance(table, &mut self.idx, &mut self.iov_offset, size)
             }

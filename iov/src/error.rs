@@ -71,6 +71,8 @@ pub enum IovError {
     NoPageRoom,
     /// A saved state does not fit this iterator.
     BadState,
+    /// A bvec table whose lengths sum to more than `usize::MAX` ([`crate::BvecTable::new`]).
+    TableTooLarge,
     /// The kind cannot restore a saved state (the kernel WARNs and does nothing).
     RestoreUnsupported,
 }
@@ -114,6 +116,7 @@ impl fmt::Display for IovError {
             Self::Fault { addr } => write!(f, "no page behind address {addr:#x}"),
             Self::NoPageRoom => f.write_str("page array has room for zero pages"),
             Self::BadState => f.write_str("saved state does not fit this iterator"),
+            Self::TableTooLarge => f.write_str("bvec table holds more than usize::MAX bytes"),
             Self::RestoreUnsupported => f.write_str("this iterator kind cannot restore a state"),
         }
     }

@@ -7,7 +7,7 @@ use core::marker::PhantomData;
 use bvec::{Bvec, BvecIter, IterState, Page, PAGE_SIZE};
 
 use crate::segment::SegLen;
-use crate::{AnyDir, Dest, Direction, FixedDirection, Folio, IovError, Iovec, Kvec};
+use crate::{AnyDir, BvecTable, Dest, Direction, FixedDirection, Folio, IovError, Iovec, Kvec};
 
 /// `MAX_RW_COUNT`: `INT_MAX & PAGE_MASK`, the most one read/write (or page extraction) may move.
 pub const MAX_RW_COUNT: usize = (i32::MAX as usize) & !(PAGE_SIZE - 1);
@@ -40,8 +40,13 @@ pub(crate) enum Kind<'a, P> {
     /// `ITER_KVEC`.
     Kvec(&'a [Kvec]),
     /// `ITER_BVEC`; `uniform` caches "every entry starts and ends on a page boundary", which
-    /// makes `npages` O(1).
-    Bvec { table: &'a [Bvec<P>], uniform: bool },
+    /// makes `npages` O(1); `shift` is the stride of a table checked by [`BvecTable`] (positions
+    /// are arithmetic, so advancing is O(1)).
+    Bvec {
+        table: &'a [Bvec<P>],
+        uniform: bool,
+        shift: Option<u8>,
+    },
     /// `ITER_FOLIOQ` over a flat folio table.
     PageList(&'a [Folio<P>]),
     /// `ITER_DISCARD`.
@@ -131,8 +136,7 @@ fn find_end<T: SegLen>(
     mut f: impl FnMut(&T),
 ) -> Result<(usize, usize), usize> {
     let mut size = need;
-    let mut i = 0;
-    while let Some(seg) = table.get(i) {
+    for (i, seg) in table.iter().enumerate() {
         let len = seg.seg_len();
         if size < len {
             if size > 0 {
@@ -142,10 +146,9 @@ fn find_end<T: SegLen>(
         }
         f(seg);
         size -= len;
-        i += 1;
     }
     if size == 0 {
-        Ok((i, 0))
+        Ok((table.len(), 0))
     } else {
         Err(need - size)
     }
@@ -232,7 +235,113 @@ impl<'a, P: Page, D: FixedDirection> IovIter<'a, P, D> {
             uniform &= (bv.offset() | bv.len()) & mask == 0;
         })
         .map_err(exceeds(count))?;
-        Ok(Self::build(Kind::Bvec { table, uniform }, 0, count, end))
+        let kind = Kind::Bvec {
+            table,
+            uniform,
+            shift: None,
+        };
+        Ok(Self::build(kind, 0, count, end))
+    }
+
+    /// A BVEC iterator over the first `count` bytes of a checked table ([`BvecTable`], e.g. a
+    /// registered buffer): the same iterator as [`IovIter::bvec`] over its entries, built in O(1)
+    /// when `count` is the table's total or the table is strided (else a walk over the entries
+    /// `count` covers, as [`IovIter::bvec`]). Advancing it is O(1) on a strided table.
+    ///
+    /// # Errors
+    ///
+    /// [`IovError::CountExceedsSegments`] when `count` exceeds the table's total.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bvec::{Bvec, Pfn};
+    /// use iov::{BvecTable, IovIter, Source};
+    /// let t = [Bvec::new(Pfn(1), 0, 4096).unwrap(), Bvec::new(Pfn(2), 0, 4096).unwrap(), Bvec::new(Pfn(3), 0, 4096).unwrap()];
+    /// let reg = BvecTable::new(&t)?;
+    /// let mut it = IovIter::<Pfn, Source>::bvec_checked(&reg, 12288)?;
+    /// it.advance(8200); // arithmetic, no walk
+    /// assert_eq!((it.nr_segs(), it.iov_offset(), it.count()), (1, 8, 4088));
+    /// assert!(IovIter::<Pfn, Source>::bvec_checked(&reg, 12289).is_err());
+    /// # Ok::<(), iov::IovError>(())
+    /// ```
+    #[inline]
+    pub fn bvec_checked(table: &BvecTable<'a, P>, count: usize) -> Result<Self, IovError> {
+        Self::import_fixed(table, 0, count)
+    }
+
+    /// The `len` bytes at byte `offset` of a checked table, as io_uring/rsrc.c
+    /// `io_import_fixed()` imports an I/O on a registered buffer: an iterator over the whole
+    /// table with count `offset + len`, advanced by `offset`. O(1) on a strided table (the
+    /// kernel's arithmetic: entries after the first skipped by `offset >> shift`); else two walks
+    /// over the entries before `offset + len`. The result equals
+    /// `IovIter::bvec(entries, offset + len)` advanced by `offset` in every observable state,
+    /// including that [`IovIter::revert`] may go back to the table start.
+    ///
+    /// # Errors
+    ///
+    /// [`IovError::OffsetOutOfRange`] when `offset` exceeds the table's total,
+    /// [`IovError::CountExceedsSegments`] when `len` exceeds the bytes after `offset` (the
+    /// kernel's `-EFAULT` for a range outside the registered region).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bvec::{Bvec, Pfn};
+    /// use iov::{BvecTable, IovError, IovIter, Source};
+    /// let t = [Bvec::new(Pfn(1), 96, 4000).unwrap(), Bvec::new(Pfn(2), 0, 4096).unwrap(), Bvec::new(Pfn(3), 0, 4096).unwrap()];
+    /// let reg = BvecTable::new(&t)?;
+    /// let it = IovIter::<Pfn, Source>::import_fixed(&reg, 8100, 4000)?;
+    /// assert_eq!((it.segment_index(), it.iov_offset(), it.count(), it.consumed()), (2, 4, 4000, 8100));
+    /// assert_eq!(IovIter::<Pfn, Source>::import_fixed(&reg, 8100, 4093).unwrap_err(),
+    ///            IovError::CountExceedsSegments { count: 4093, available: 4092 });
+    /// # Ok::<(), iov::IovError>(())
+    /// ```
+    #[inline]
+    pub fn import_fixed(
+        table: &BvecTable<'a, P>,
+        offset: usize,
+        len: usize,
+    ) -> Result<Self, IovError> {
+        let total = table.total();
+        let Some(available) = total.checked_sub(offset) else {
+            return Err(IovError::OffsetOutOfRange {
+                offset,
+                limit: total,
+            });
+        };
+        if len > available {
+            return Err(exceeds(len)(available));
+        }
+        // No overflow: offset + len <= total. Both positions exist (<= total).
+        let capacity = offset + len;
+        let start = if offset == 0 {
+            (0, 0)
+        } else {
+            table.position(offset).unwrap_or_default()
+        };
+        let end = table.position(capacity).unwrap_or_default();
+        let kind = Kind::Bvec {
+            table: table.entries(),
+            uniform: table.is_page_aligned(),
+            shift: table.stride_shift(),
+        };
+        // INVARIANT: the table holds `total >= offset + len` bytes; the position is `offset`
+        // bytes after the start (consumed), `len` bytes are left, and `end` is where the
+        // `capacity = offset + len` bytes end. A table checked by `BvecTable` makes its
+        // `uniform` (every entry page-aligned) and `shift` (its stride) true of every entry.
+        Ok(Self {
+            kind,
+            idx: start.0,
+            iov_offset: start.1,
+            count: len,
+            consumed: offset,
+            capacity,
+            end,
+            source: D::FIXED == Some(true),
+            nofault: false,
+            _dir: PhantomData,
+        })
     }
 
     /// A folio list starting `offset` bytes into the first folio (`iov_iter_folio_queue` with

@@ -30,6 +30,7 @@ mod pages;
 mod query;
 mod segment;
 mod step;
+mod table;
 
 pub use advance::IovState;
 pub use direction::{AnyDir, CanReceive, CanSupply, Dest, Direction, FixedDirection, Source};
@@ -40,3 +41,4 @@ pub use iter::{IovIter, IterType, MAX_RW_COUNT};
 pub use memory::{GupFlags, KernelMemory, Memory, UserMemory};
 pub use segment::{Folio, Iovec, Kvec, MAX_FOLIO_ORDER};
 pub use step::Step;
+pub use table::BvecTable;

@@ -132,8 +132,9 @@ impl<P: Page> Folio<P> {
     /// Size in bytes (`folio_size`).
     #[inline]
     pub const fn size(&self) -> usize {
-        // No overflow: order <= MAX_FOLIO_ORDER by the invariant.
-        PAGE_SIZE << self.order
+        // No overflow: order <= MAX_FOLIO_ORDER by the invariant. Wrapping so that the kernel
+        // build (`CONFIG_RUST_OVERFLOW_CHECKS`) does not test the shift amount on every page.
+        PAGE_SIZE.wrapping_shl(self.order as u32)
     }
 }
 

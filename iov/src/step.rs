@@ -91,6 +91,11 @@ impl AddrSeg for Kvec {
 
 /// `iterate_iovec` / `iterate_kvec`: whole segments, empty ones skipped without a step call, any
 /// short step stops inside the segment. Returns the progress; updates `idx`/`off`.
+///
+/// The walks go through the table with a shrinking slice (`split_first`), the kernel's `p++`, so
+/// there is no index bounds check per segment, and the position arithmetic is wrapping where the
+/// invariants bound it (see each comment): under `CONFIG_RUST_OVERFLOW_CHECKS` a plain `-`/`+`
+/// the compiler cannot prove in range costs a compare, a branch and a panic path per page.
 #[inline(always)]
 fn iterate_addr<V: AddrSeg, P, S: Step<P> + ?Sized>(
     table: &[V],
@@ -100,33 +105,42 @@ fn iterate_addr<V: AddrSeg, P, S: Step<P> + ?Sized>(
     step: &mut S,
 ) -> usize {
     let total = len;
-    let mut i = *idx;
+    let mut rest = table.get(*idx..).unwrap_or_default();
     let mut skip = *off;
-    while let Some(seg) = table.get(i) {
+    while let Some((seg, tail)) = rest.split_first() {
         let seg_len = seg.len();
         // Saturating although `skip <= seg_len` (the position invariant): see `iterate_bvec`.
         let part = min(len, seg_len.saturating_sub(skip));
         if part != 0 {
+            // `progress = total - len` never wraps (`len` only shrinks); wrapping so that it
+            // costs nothing when the step ignores it (the copies do).
             let remain = min(
-                V::call(step, seg.base().wrapping_add(skip), total - len, part),
+                V::call(
+                    step,
+                    seg.base().wrapping_add(skip),
+                    total.wrapping_sub(len),
+                    part,
+                ),
                 part,
             );
             let done = part - remain;
-            skip += done;
-            len -= done;
+            // `done <= part <= seg_len - skip` and `done <= len`: neither wraps.
+            skip = skip.wrapping_add(done);
+            len = len.wrapping_sub(done);
             if skip < seg_len {
                 break;
             }
         }
-        i += 1;
+        rest = tail;
         skip = 0;
         if len == 0 {
             break;
         }
     }
-    *idx = i;
+    // `rest` is a suffix of `table`.
+    *idx = table.len().wrapping_sub(rest.len());
     *off = skip;
-    total - len
+    total.wrapping_sub(len)
 }
 
 /// `iterate_bvec`: page by page; the pointer moves past a segment as soon as it is finished, and
@@ -140,11 +154,12 @@ fn iterate_bvec<P: Page, S: Step<P> + ?Sized>(
     step: &mut S,
 ) -> usize {
     let total = len;
-    let mut i = *idx;
+    let mut rest = table.get(*idx..).unwrap_or_default();
     let mut skip = *off;
-    while let Some(bv) = table.get(i) {
+    while let Some((bv, tail)) = rest.split_first() {
         let bv_len = bv.len() as usize;
-        let offset = bv.offset() as usize + skip;
+        // `skip <= bv_len <= u32::MAX` and `bv_offset <= u32::MAX`: the sum cannot wrap.
+        let offset = (bv.offset() as usize).wrapping_add(skip);
         let in_page = offset & PAGE_MASK;
         // `skip < bv_len` (the position invariant), so a plain subtraction would do; saturating
         // (2 instructions per page) keeps an inconsistent state from reaching memory outside
@@ -155,25 +170,27 @@ fn iterate_bvec<P: Page, S: Step<P> + ?Sized>(
             step.page(
                 bv.page().nth(offset >> PAGE_SHIFT),
                 in_page,
-                total - len,
+                total.wrapping_sub(len),
                 part,
             ),
             part,
         );
         let done = part - remain;
-        len -= done;
-        skip += done;
+        // `done <= part <= len` and `skip + done <= bv_len`: neither wraps.
+        len = len.wrapping_sub(done);
+        skip = skip.wrapping_add(done);
         if skip >= bv_len {
             skip = 0;
-            i += 1;
+            rest = tail;
         }
         if remain != 0 || len == 0 {
             break;
         }
     }
-    *idx = i;
+    // `rest` is a suffix of `table`.
+    *idx = table.len().wrapping_sub(rest.len());
     *off = skip;
-    total - len
+    total.wrapping_sub(len)
 }
 
 /// `iterate_folioq` over a flat folio table: page by page inside each folio.
@@ -186,9 +203,9 @@ fn iterate_folios<P: Page, S: Step<P> + ?Sized>(
     step: &mut S,
 ) -> usize {
     let total = len;
-    let mut i = *idx;
+    let mut rest = table.get(*idx..).unwrap_or_default();
     let mut skip = *off;
-    while let Some(folio) = table.get(i) {
+    while let Some((folio, tail)) = rest.split_first() {
         let fsize = folio.size();
         let mut remain = 0;
         if skip < fsize {
@@ -198,26 +215,29 @@ fn iterate_folios<P: Page, S: Step<P> + ?Sized>(
                 step.page(
                     folio.head().nth(skip >> PAGE_SHIFT),
                     in_page,
-                    total - len,
+                    total.wrapping_sub(len),
                     part,
                 ),
                 part,
             );
             let done = part - remain;
-            len -= done;
-            skip += done;
+            // `done <= part <= len` and `skip + done <= fsize` (part stops at the page end,
+            // `fsize` is a whole number of pages): neither wraps.
+            len = len.wrapping_sub(done);
+            skip = skip.wrapping_add(done);
         }
         if skip >= fsize {
             skip = 0;
-            i += 1;
+            rest = tail;
         }
         if remain != 0 || len == 0 {
             break;
         }
     }
-    *idx = i;
+    // `rest` is a suffix of `table`.
+    *idx = table.len().wrapping_sub(rest.len());
     *off = skip;
-    total - len
+    total.wrapping_sub(len)
 }
 
 impl<P: Page, D: Direction> IovIter<'_, P, D> {

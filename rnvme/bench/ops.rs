@@ -5,7 +5,10 @@
 //! C header: [`include/linux/uio.h`](srctree/include/linux/uio.h)
 //!
 //! An I/O on an io_uring registered buffer builds a BVEC iterator over the registration's page
-//! table and advances it to the I/O's offset (io_uring/rsrc.c: `io_import_fixed`). The table
+//! table and advances it to the I/O's offset (io_uring/rsrc.c: `io_import_fixed`). Our side
+//! checks the table once, untimed, as registration does (`iov::BvecTable::new`, O(entries), like
+//! io_uring/rsrc.c `io_sqe_buffer_register()` walking the pages), and builds every iterator from
+//! that checked table (`IovIter::bvec_checked`, `IovIter::import_fixed`). The table
 //! here has `table_mib * 256` entries of `{page, 4096, 0}` naming one page (a 1 GiB
 //! registration cannot be allocated in the 2 GiB guest, and construction never touches the
 //! pages). Each operation is repeated `reps` times per sample (`reps` calibrated per side so a
@@ -13,8 +16,8 @@
 
 use core::hint::black_box;
 
-use bvec::{Bvec, PAGE_SIZE};
-use iov::{IovIter, Source};
+use bvec::Bvec;
+use iov::{BvecTable, IovIter, Source};
 
 use kernel_glue::KPage;
 use kernel_glue_bench::{
@@ -39,8 +42,8 @@ pub(crate) enum Op {
     Npages,
     /// A 128 KiB I/O at the advance offset, imported as io_uring imports a registered buffer:
     /// the kernel as io_uring/rsrc.c:io_import_fixed() (an iterator over the table from its
-    /// start, whole entries skipped by arithmetic), ours over the sub-table from the I/O's first
-    /// entry (the constructor walks only the entries the I/O covers) advanced into that entry.
+    /// start, whole entries skipped by arithmetic), ours with `IovIter::import_fixed` on the
+    /// checked table (the same arithmetic).
     FixedImport,
 }
 
@@ -94,15 +97,17 @@ impl Table<'_> {
         c_copy::bvec_op(op, self.bvec, count, skip, reps)
     }
 
-    /// `reps` x `op` through our `iov` crate.
+    /// `reps` x `op` through our `iov` crate, on the table checked once (untimed) as a
+    /// registration would.
     pub(crate) fn rust(&self, op: Op, reps: usize) -> Option<Timed> {
-        let (table, count, skip) = (self.bvec, self.count, self.skip());
+        let reg = BvecTable::new(self.bvec).ok()?;
+        let (count, skip) = (self.count, self.skip());
         let mut acc = 0usize;
         let (t0, t1) = match op {
             Op::Init => {
                 let t0 = now_ns();
                 for _ in 0..reps {
-                    let it = IovIter::<KPage, Source>::bvec(black_box(table), black_box(count));
+                    let it = IovIter::<KPage, Source>::bvec_checked(black_box(&reg), black_box(count));
                     acc = acc.wrapping_add(black_box(it.ok()?).count());
                 }
                 (t0, now_ns())
@@ -111,7 +116,8 @@ impl Table<'_> {
                 let t0 = now_ns();
                 for _ in 0..reps {
                     let mut it =
-                        IovIter::<KPage, Source>::bvec(black_box(table), black_box(count)).ok()?;
+                        IovIter::<KPage, Source>::bvec_checked(black_box(&reg), black_box(count))
+                            .ok()?;
                     it.advance(black_box(skip));
                     acc = acc.wrapping_add(black_box(&it).iov_offset() + it.nr_segs());
                 }
@@ -119,20 +125,21 @@ impl Table<'_> {
             }
             Op::FixedImport => {
                 let skip = self.import_skip();
-                let (first, in_page) = (skip / PAGE_SIZE, skip % PAGE_SIZE);
                 let t0 = now_ns();
                 for _ in 0..reps {
-                    let sub = black_box(table).get(first..)?;
-                    let mut it =
-                        IovIter::<KPage, Source>::bvec(sub, black_box(IO_LEN) + in_page).ok()?;
-                    it.advance(in_page);
+                    let it = IovIter::<KPage, Source>::import_fixed(
+                        black_box(&reg),
+                        black_box(skip),
+                        black_box(IO_LEN),
+                    )
+                    .ok()?;
                     let it = black_box(&it);
                     acc = acc.wrapping_add(it.iov_offset() + it.nr_segs() + it.count());
                 }
                 (t0, now_ns())
             }
             Op::Npages => {
-                let it = IovIter::<KPage, Source>::bvec(table, count).ok()?;
+                let it = IovIter::<KPage, Source>::bvec_checked(&reg, count).ok()?;
                 let t0 = now_ns();
                 for _ in 0..reps {
                     acc = acc.wrapping_add(black_box(&it).npages(i32::MAX as usize));

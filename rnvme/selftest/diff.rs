@@ -22,7 +22,7 @@
 //! copy of its `struct iov_iter`, see `CIovIter::save`).
 
 use bvec::{Bvec, Page, PAGE_SIZE};
-use iov::{AnyDir, Dest, FixedDirection, Folio, IovError, IovIter, IovState, Iovec, Kvec, Source};
+use iov::{AnyDir, BvecTable, Dest, FixedDirection, Folio, IovError, IovIter, IovState, Iovec, Kvec, Source};
 use kernel::prelude::*;
 use kernel_glue::KPage;
 use kernel_glue_testing::{
@@ -135,7 +135,14 @@ fn run_c(arena: &mut Arena, case: &Case, log: &mut KVec<Obs>) -> Result {
     let page_src = *page_src;
     let dir = c_dir(case.source);
     let mut it = match &case.table {
-        Table::Bvec(v) => CIovIter::bvec(dir, v, mem, case.count),
+        Table::Bvec(v) => match case.import {
+            // io_import_fixed(): an iterator over `offset + count`, moved to `offset`.
+            Some(offset) => CIovIter::bvec(dir, v, mem, offset + case.count).map(|mut it| {
+                it.advance(offset);
+                it
+            }),
+            None => CIovIter::bvec(dir, v, mem, case.count),
+        },
         Table::Kvec(v) => CIovIter::kvec(dir, v, mem, case.count),
         Table::Iovec(v) => CIovIter::iovec(dir, v, mem, case.count),
         Table::Ubuf { addr } => Ok(CIovIter::ubuf(dir, *addr, mem, case.count)),
@@ -214,7 +221,12 @@ fn run_c(arena: &mut Arena, case: &Case, log: &mut KVec<Obs>) -> Result {
 /// Builds our iterator for `case` with direction `D`, erased to [`AnyDir`].
 fn build<'a, D: FixedDirection>(case: &'a Case) -> Result<IovIter<'a, KPage, AnyDir>, IovError> {
     let it = match &case.table {
-        Table::Bvec(v) => IovIter::<KPage, D>::bvec(as_bvecs(v), case.count)?,
+        Table::Bvec(v) => match case.import {
+            Some(offset) => {
+                IovIter::<KPage, D>::import_fixed(&BvecTable::new(as_bvecs(v))?, offset, case.count)?
+            }
+            None => IovIter::<KPage, D>::bvec(as_bvecs(v), case.count)?,
+        },
         Table::Kvec(v) => IovIter::<KPage, D>::kvec(as_kvecs(v), case.count)?,
         Table::Iovec(v) => IovIter::<KPage, D>::iovec(as_iovecs(v), case.count)?,
         Table::Ubuf { addr } => IovIter::<KPage, D>::ubuf(*addr, case.count),

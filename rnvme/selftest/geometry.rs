@@ -98,6 +98,11 @@ pub(crate) struct Case {
     pub(crate) table: Table,
     pub(crate) source: bool,
     pub(crate) count: usize,
+    /// BVEC only: `Some(offset)` imports the `count` bytes at `offset` as io_uring/rsrc.c
+    /// `io_import_fixed()` does: the kernel's side builds over `offset + count` and advances by
+    /// `offset`, ours checks the table once (`iov::BvecTable`) and calls
+    /// `IovIter::import_fixed` (arithmetic on a strided table).
+    pub(crate) import: Option<usize>,
     pub(crate) ops: KVec<Op>,
 }
 
@@ -171,6 +176,39 @@ pub(crate) fn gen_bvec(rng: &mut Rng, arena: &Arena) -> Result<KVec<Bvec<KPage>>
         };
         let len = seg_len(rng, room - offset);
         let bv = Bvec::new(a.page().nth(first), offset as u32, len as u32).map_err(|_| EINVAL)?;
+        v.push(bv, GFP_KERNEL)?;
+    }
+    Ok(v)
+}
+
+/// A registered-buffer-shaped bvec table: a first entry from an in-page offset (to the page
+/// end, or shorter when it is the only one), whole pages, a last entry of at most a page; each
+/// entry on a random page of the arena (what io_uring/rsrc.c `io_sqe_buffer_register()` builds
+/// for a buffer of 4 KiB pages), so positions in it are arithmetic.
+pub(crate) fn gen_strided_bvec(rng: &mut Rng, arena: &Arena) -> Result<KVec<Bvec<KPage>>> {
+    let all = arena.mem.pool().allocations();
+    let allocs = all.get(..arena.table_allocs).unwrap_or(all);
+    let n = rng.range(1, MAX_SEGS);
+    let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+    for i in 0..n {
+        let Some(a) = allocs.get(rng.below(allocs.len())) else {
+            break;
+        };
+        let page = a.page().nth(rng.below(a.nr_pages()));
+        let (offset, len) = if i == 0 {
+            let offset = rng.below(PAGE_SIZE);
+            let len = if n == 1 {
+                rng.range(1, PAGE_SIZE - offset)
+            } else {
+                PAGE_SIZE - offset
+            };
+            (offset, len)
+        } else if i + 1 == n {
+            (0, rng.range(1, PAGE_SIZE))
+        } else {
+            (0, PAGE_SIZE)
+        };
+        let bv = Bvec::new(page, offset as u32, len as u32).map_err(|_| EINVAL)?;
         v.push(bv, GFP_KERNEL)?;
     }
     Ok(v)
@@ -286,7 +324,25 @@ impl Case {
     pub(crate) fn generate(rng: &mut Rng, arena: &Arena, kind: KindSel) -> Result<Self> {
         let source = rng.chance(50);
         let user = arena.mem.user().map_or((0, 0), |u| (u.addr(), u.len()));
+        let mut import = None;
         let (table, total) = match kind {
+            KindSel::Bvec if rng.chance(30) => {
+                // An I/O imported from a registered buffer: usually a strided table (the
+                // arithmetic path), sometimes any table (the walking path).
+                let v = if rng.chance(75) {
+                    gen_strided_bvec(rng, arena)?
+                } else {
+                    gen_bvec(rng, arena)?
+                };
+                let total: usize = v.iter().map(|b| b.len() as usize).sum();
+                let offset = match rng.below(4) {
+                    0 => 0,
+                    1 => total,
+                    _ => rng.below(total + 1),
+                };
+                import = Some(offset);
+                (Table::Bvec(v), total - offset)
+            }
             KindSel::Bvec => {
                 let v = gen_bvec(rng, arena)?;
                 let total = v.iter().map(|b| b.len() as usize).sum();
@@ -335,6 +391,7 @@ impl Case {
             table,
             source,
             count,
+            import,
             ops: gen_ops(rng, count)?,
         })
     }
@@ -344,6 +401,9 @@ impl fmt::Display for Case {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let dir = if self.source { "SOURCE" } else { "DEST" };
         write!(f, "{:?} {} count={}", self.kind, dir, self.count)?;
+        if let Some(offset) = self.import {
+            write!(f, " import_fixed offset={offset}")?;
+        }
         match &self.table {
             Table::Bvec(v) => {
                 for (i, b) in v.iter().enumerate() {

@@ -5,7 +5,7 @@
 use std::ops::Range;
 
 use bvec::{Bvec, Pfn};
-use iov::{AnyDir, Dest, Folio, IovError, IovIter, IovState, Iovec, Kvec, Source};
+use iov::{AnyDir, BvecTable, Dest, Folio, IovError, IovIter, IovState, Iovec, Kvec, Source};
 
 use crate::iov_model::{IovModel, MErr, MKind, MSeg};
 use crate::mem::ArenaMem;
@@ -30,6 +30,11 @@ pub enum Shape {
     Bvec(Vec<(u64, u32, u32)>),
     /// Folios (pfn, order) and the start offset.
     PageList(Vec<(u64, u8)>, usize),
+    /// Page segments (pfn, offset, length >= 1) checked once as a [`iov::BvecTable`], and an
+    /// I/O at this byte offset imported as io_uring/rsrc.c `io_import_fixed()` does
+    /// ([`IovIter::import_fixed`]); the model is a BVEC iterator over the whole table advanced
+    /// by the offset.
+    BvecFixed(Vec<(u64, u32, u32)>, usize),
     /// A sink of this many bytes.
     Discard(usize),
 }
@@ -62,6 +67,10 @@ impl Geometry {
             Shape::Ubuf(_, len) | Shape::Discard(len) => *len,
             Shape::Iovec(v) | Shape::Kvec(v) => v.iter().fold(0usize, |a, s| a.saturating_add(s.1)),
             Shape::Bvec(v) => v.iter().fold(0usize, |a, s| a.saturating_add(s.2 as usize)),
+            Shape::BvecFixed(v, off) => v
+                .iter()
+                .fold(0usize, |a, s| a.saturating_add(s.2 as usize))
+                .saturating_sub(*off),
             Shape::PageList(v, off) => v
                 .iter()
                 .fold(0usize, |a, s| a.saturating_add(4096usize << s.1))
@@ -86,7 +95,7 @@ impl Geometry {
         match &self.shape {
             Shape::Iovec(v) => t.iovecs = v.iter().map(|&(a, l)| Iovec::new(a, l)).collect(),
             Shape::Kvec(v) => t.kvecs = v.iter().map(|&(a, l)| Kvec::new(a, l)).collect(),
-            Shape::Bvec(v) => {
+            Shape::Bvec(v) | Shape::BvecFixed(v, _) => {
                 t.bvecs = v
                     .iter()
                     .map(|&(p, o, l)| Bvec::new(Pfn(p), o, l).expect("generator makes valid bvecs"))
@@ -130,6 +139,17 @@ impl Geometry {
                     .collect(),
                 0,
             ),
+            Shape::BvecFixed(v, off) => {
+                // io_import_fixed: an iterator over the whole table with count `off + len`,
+                // advanced by `off`.
+                let segs = v
+                    .iter()
+                    .map(|&(p, o, l)| seg(o.into(), p.into(), l.into()))
+                    .collect();
+                let mut m = IovModel::new(MKind::Bvec, self.source, segs, 0, count + *off as u128);
+                m.advance(*off as u128);
+                return m;
+            }
             Shape::PageList(v, off) => (
                 MKind::PageList,
                 v.iter()
@@ -160,6 +180,10 @@ impl Tables {
                     }
                     Shape::Bvec(_) => {
                         IovIter::<Pfn, $d>::bvec(&self.bvecs, count).map(IovIter::into_any)
+                    }
+                    Shape::BvecFixed(_, off) => {
+                        let table = BvecTable::new(&self.bvecs)?;
+                        IovIter::<Pfn, $d>::import_fixed(&table, *off, count).map(IovIter::into_any)
                     }
                     Shape::PageList(_, off) => {
                         IovIter::<Pfn, $d>::page_list(&self.folios, *off, count)

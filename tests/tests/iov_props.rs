@@ -59,6 +59,33 @@ fn bvec_shape() -> impl Strategy<Value = Shape> {
     prop::collection::vec(bvec_entry(), 0..8).prop_map(Shape::Bvec)
 }
 
+/// A registered-buffer-like table: a first entry of any shape, middle entries of one
+/// power-of-two stride (one page or a folio of 2-4 pages) at any in-page offset, a last entry of
+/// at most the stride; sometimes one entry perturbed so the table is not strided (the walking
+/// path). Then an import offset anywhere in it.
+fn bvec_fixed_shape() -> impl Strategy<Value = Shape> {
+    (
+        (FIRST_PFN..34, 0u32..4096, 1u32..3 * 4096),
+        prop_oneof![4 => Just(12u32), 1 => 13u32..15],
+        prop::collection::vec((FIRST_PFN..30, 0u32..2), 0..6),
+        (FIRST_PFN..34, any::<u32>()),
+        (any::<bool>(), any::<usize>()),
+        any::<usize>(),
+    )
+        .prop_map(|(first, shift, middle, last, (perturb, which), off)| {
+            let stride = 1u32 << shift;
+            let mut v = vec![first];
+            v.extend(middle.iter().map(|&(p, o)| (p, o * 4096, stride)));
+            v.push((last.0, 0, 1 + last.1 % stride));
+            if perturb {
+                let i = which % v.len();
+                v[i].2 = 1 + v[i].2 / 3;
+            }
+            let total: usize = v.iter().map(|e| e.2 as usize).sum();
+            Shape::BvecFixed(v, off % (total + 1))
+        })
+}
+
 fn page_list_shape() -> impl Strategy<Value = Shape> {
     (
         prop::collection::vec((FIRST_PFN..34, 0u8..3), 0..6),
@@ -209,7 +236,7 @@ macro_rules! conformance {
                     prop_assert!(cap == usize::MAX || it.reexpand(cap + 1).is_err());
                     prop_assert!(it.reexpand(count).is_ok());
                     let mut mem = ArenaMem::new(ARENA_PAGES);
-                    let before = it.count();
+                    let (before, consumed) = (it.count(), it.consumed());
                     let done = if it.is_source() {
                         let mut buf = vec![0; len];
                         it.copy_from_iter(&mut mem, &mut buf)
@@ -218,7 +245,8 @@ macro_rules! conformance {
                     };
                     prop_assert!(done <= len.min(before));
                     prop_assert_eq!(it.count(), before - done);
-                    prop_assert_eq!(it.consumed(), done);
+                    // 0 at construction except for an import at an offset (`consumed` = offset).
+                    prop_assert_eq!(it.consumed(), consumed + done);
                 }
             }
         }
@@ -230,4 +258,5 @@ conformance!(iovec, iovec_shape());
 conformance!(kvec, kvec_shape());
 conformance!(bvec, bvec_shape());
 conformance!(page_list, page_list_shape());
+conformance!(bvec_fixed, bvec_fixed_shape());
 conformance!(discard, discard_shape());

@@ -74,6 +74,26 @@ fn geometry(r: &mut Reader<'_>) -> Geometry {
         0 => Shape::Ubuf(addr(r, USER_BASE), len(r)),
         1 => Shape::Iovec((0..n).map(|_| (addr(r, USER_BASE), len(r))).collect()),
         2 => Shape::Kvec((0..n).map(|_| (addr(r, KERNEL_BASE), len(r))).collect()),
+        // Flag 4: a registered-buffer-like table (page-sized middle entries, a last entry of at
+        // most a page) and an I/O imported at an offset in it (`io_import_fixed`).
+        3 if flags & 4 != 0 => {
+            let pfn = |r: &mut Reader<'_>| PAGE_OP_PAGES as u64 + u64::from(r.u8() % 30);
+            let mut v = Vec::new();
+            for i in 0..n.max(1) {
+                let p = pfn(r);
+                let (off, l) = if i == 0 {
+                    let off = (r.u16() % 4096) as u32;
+                    (off, 1 + (r.u16() % (4096 * 3)) as u32)
+                } else if i + 1 == n {
+                    (0, 1 + (r.u16() % 4096) as u32)
+                } else {
+                    (0, 4096)
+                };
+                v.push((p, off, l));
+            }
+            let total: usize = v.iter().map(|e| e.2 as usize).sum();
+            Shape::BvecFixed(v, r.u32() % (total + 1))
+        }
         3 => Shape::Bvec(
             (0..n)
                 .map(|_| {

@@ -1,0 +1,181 @@
+//! A validated bvec table: what a registered buffer (io_uring/rsrc.c `io_sqe_buffer_register()`)
+//! or a bio's table is checked for once, so that iterators over it are built, advanced and
+//! imported at an offset in O(1), as the kernel's are.
+//!
+//! C header: [`include/linux/bvec.h`](srctree/include/linux/bvec.h)
+
+use bvec::{Bvec, Page, PAGE_SIZE};
+
+use crate::IovError;
+
+/// A bvec table checked once (O(entries)): its total length, whether every entry is page-aligned
+/// at both ends, and whether byte positions in it are arithmetic.
+///
+/// The kernel trusts a registered buffer's table (io_uring/rsrc.c `io_import_fixed()` skips to an
+/// offset by `offset >> imu->folio_shift` because registration made every entry after the first
+/// one folio). This type is where that trust comes from here: [`BvecTable::new`] walks the table
+/// once and records
+///
+/// - the total bytes, so an iterator over any count up to it needs no walk to check the count;
+/// - *strided*: every entry after the first holds exactly `1 << shift` bytes except the last,
+///   which holds at most that (page-sized entries, or the folio-sized entries of a registration
+///   of huge pages). The byte at position `b` then lies in entry `1 + ((b - first) >> shift)` at
+///   offset `(b - first) & mask`, so construction, advance and import are O(1);
+/// - *page-aligned*: every entry starts and ends on a page boundary (O(1) `npages`).
+///
+/// # Invariants
+///
+/// - `total` is the sum of the entry lengths (it fits in `usize`).
+/// - `page_aligned` is true iff every entry has `(offset | len) % PAGE_SIZE == 0`.
+/// - When `shift` is `Some(s)`: `s <= 32`, and every entry after the first holds `1 << s` bytes
+///   except the last, which holds at most `1 << s`.
+///
+/// The table is borrowed for `'a`, so it cannot change while this record of it exists.
+///
+/// # Examples
+///
+/// ```
+/// use bvec::{Bvec, Pfn};
+/// use iov::BvecTable;
+/// let t = [Bvec::new(Pfn(1), 512, 3584).unwrap(), Bvec::new(Pfn(2), 0, 4096).unwrap(), Bvec::new(Pfn(3), 0, 100).unwrap()];
+/// let reg = BvecTable::new(&t)?;
+/// assert_eq!((reg.total(), reg.stride_shift(), reg.is_page_aligned()), (7780, Some(12), false));
+/// assert_eq!(reg.position(3584), Some((1, 0)));   // arithmetic: the second entry's start
+/// assert_eq!(reg.position(7779), Some((2, 99)));
+/// assert_eq!(reg.position(7780), Some((3, 0)));   // the end
+/// assert_eq!(reg.position(7781), None);
+/// # Ok::<(), iov::IovError>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct BvecTable<'a, P> {
+    table: &'a [Bvec<P>],
+    total: usize,
+    shift: Option<u8>,
+    page_aligned: bool,
+}
+
+/// The stride shift of `table` if it has one (see [`BvecTable`]), computed in one pass.
+fn stride_of<P: Page>(table: &[Bvec<P>]) -> Option<u8> {
+    let rest = table.get(1..).unwrap_or_default();
+    let Some((last, middle)) = rest.split_last() else {
+        // Zero or one entry: every position is in the first entry (or the end).
+        return Some(0);
+    };
+    // The stride is the second entry's length when there are middle entries, else any power of
+    // two holding the last entry. `u64`: the next power of two of a `u32` can be 2^32.
+    let stride = match middle.first() {
+        Some(bv) => u64::from(bv.len()),
+        None => u64::from(last.len()).next_power_of_two(),
+    };
+    if !stride.is_power_of_two() {
+        return None;
+    }
+    let all_full = middle.iter().all(|bv| u64::from(bv.len()) == stride);
+    if !all_full || u64::from(last.len()) > stride {
+        return None;
+    }
+    // <= 32: stride <= 2^32.
+    u8::try_from(stride.trailing_zeros()).ok()
+}
+
+impl<'a, P: Page> BvecTable<'a, P> {
+    /// Checks `table` once (O(entries)) and records its total, stride and page alignment.
+    ///
+    /// # Errors
+    ///
+    /// [`IovError::TableTooLarge`] when the lengths sum to more than `usize::MAX` (only possible
+    /// on 32-bit targets).
+    pub fn new(table: &'a [Bvec<P>]) -> Result<Self, IovError> {
+        let mask = (PAGE_SIZE - 1) as u32;
+        let mut total = 0usize;
+        let mut page_aligned = true;
+        for bv in table {
+            total = total
+                .checked_add(bv.len() as usize)
+                .ok_or(IovError::TableTooLarge)?;
+            page_aligned &= (bv.offset() | bv.len()) & mask == 0;
+        }
+        // INVARIANT: `total` and `page_aligned` computed over every entry just now, the stride
+        // by `stride_of` (which checks the stride rule over every entry after the first).
+        Ok(Self {
+            table,
+            total,
+            shift: stride_of(table),
+            page_aligned,
+        })
+    }
+
+    /// The entries.
+    #[inline]
+    pub fn entries(&self) -> &'a [Bvec<P>] {
+        self.table
+    }
+
+    /// Bytes in the table.
+    #[inline]
+    pub fn total(&self) -> usize {
+        self.total
+    }
+
+    /// log2 of the stride when byte positions are arithmetic (see [`BvecTable`]), else `None`.
+    #[inline]
+    pub fn stride_shift(&self) -> Option<u8> {
+        self.shift
+    }
+
+    /// Whether every entry starts and ends on a page boundary.
+    #[inline]
+    pub fn is_page_aligned(&self) -> bool {
+        self.page_aligned
+    }
+
+    /// Where byte `byte` of the table lies, as (entry index, offset in the entry), normalised
+    /// like an advance landing there: an entry boundary is the next entry's start, `total` is
+    /// `(entries, 0)`. `None` past the total. O(1) for a strided table, else a walk over the
+    /// entries before `byte`.
+    #[inline]
+    pub fn position(&self, byte: usize) -> Option<(usize, usize)> {
+        if byte >= self.total {
+            return (byte == self.total).then_some((self.table.len(), 0));
+        }
+        Some(match self.shift {
+            Some(shift) => strided_position(self.table, shift, byte),
+            None => walk_position(self.table, byte),
+        })
+    }
+}
+
+/// [`BvecTable::position`] of a byte before the end of a strided table (shift `shift`).
+#[inline]
+pub(crate) fn strided_position<P: Page>(
+    table: &[Bvec<P>],
+    shift: u8,
+    byte: usize,
+) -> (usize, usize) {
+    let first = table.first().map_or(0, |bv| bv.len() as usize);
+    match byte.checked_sub(first) {
+        None => (0, byte),
+        Some(k) => {
+            // `shift <= 32` (the invariant), so the shifts are exact; `k < total`, so
+            // `1 + (k >> shift)` cannot wrap.
+            let mask = 1usize.wrapping_shl(u32::from(shift)).wrapping_sub(1);
+            (
+                1usize.wrapping_add(k.wrapping_shr(u32::from(shift))),
+                k & mask,
+            )
+        }
+    }
+}
+
+/// [`BvecTable::position`] of a byte before the end of any table: walks the entries before it.
+fn walk_position<P: Page>(table: &[Bvec<P>], byte: usize) -> (usize, usize) {
+    let mut rest = byte;
+    for (i, bv) in table.iter().enumerate() {
+        let len = bv.len() as usize;
+        if rest < len {
+            return (i, rest);
+        }
+        rest -= len;
+    }
+    (table.len(), 0)
+}
