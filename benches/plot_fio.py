@@ -79,19 +79,24 @@ def summarise(runs, meta):
     for r in runs:
         by.setdefault((r["workload"], r["dev"]), []).append(r)
     rows = []
-    for (wl, dev), rs in by.items():
+    for (wl, dev), all_rs in by.items():
         rw, bs, qd, engine = split_wl(wl)
+        # A run without I/O (a 1 s job that ended before its first completion on a loaded host)
+        # is kept in the runs CSV and left out here.
+        rs = [r for r in all_rs if r["ios"] > 0] or all_rs
         iops = [r["iops"] for r in rs]
         rows.append({
             "workload": wl, "rw": rw, "bs": bs, "bs_bytes": bs_bytes(bs), "qd": qd,
-            "engine": engine, "dev": dev, "rounds": len(rs), "iops_median": med(iops),
+            "engine": engine, "dev": dev, "rounds": len(rs),
+            "empty_runs": len(all_rs) - len([r for r in all_rs if r["ios"] > 0]),
+            "iops_median": med(iops),
             "iops_min": min(iops), "iops_max": max(iops),
             "bw_kib_median": med([r["bw_kib"] for r in rs]),
             "sys_us_per_io_median": med([r["sys_us_per_io"] for r in rs]),
             "busy_us_per_io_median": med([r["busy_us_per_io"] for r in rs]),
         })
     index = {(r["workload"], r["dev"]): r for r in rows}
-    rounds = {(r["workload"], r["dev"], r["round"]): r["iops"] for r in runs}
+    rounds = {(r["workload"], r["dev"], r["round"]): r["iops"] for r in runs if r["ios"] > 0}
     for row in rows:
         ref = {a: b for a, b in PAIRS}.get(row["dev"])
         other = index.get((row["workload"], ref)) if ref else None
