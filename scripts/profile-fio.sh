@@ -15,7 +15,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ko="" secs=4
+ko="" secs=4 rc=0
 while (($#)); do
     case "$1" in
         --ko) ko="$2"; shift 2 ;;
@@ -43,7 +43,7 @@ log "host load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$q/run-guest.sh" -k normal -i "$img" --topology proof -t 3600 -l "$logf" \
     --append "rnvme_prof_secs=$secs rnvme_test_timeout=3000 ${RNVME_PROF_APPEND:-}" -- \
     -trace "pci_nvme_mmio_doorbell_*" -trace pci_nvme_irq_msix -trace pci_nvme_mmio_read \
-    -D "$tracef" || die "guest run failed; log $logf"
+    -D "$tracef" || rc=$?
 log "host load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 # Segments of the trace between INTMS reads (addr 0xc): segment k (1-based) is marker k's run.
 awk '
@@ -63,3 +63,5 @@ done
 tr -d '\r' < "$logf" | grep -aE '^fio-profile-sym '
 rm -f "$tracef"
 log "guest log: $logf"
+# The counts of a failed run (e.g. a kernel-log report) are printed too, then the script fails.
+((rc == 0)) || die "guest run failed (run-guest.sh exit $rc); log $logf"
