@@ -129,6 +129,7 @@ void rnvme_glue_mutex_destroy(struct mutex *lock);
 
 /* NVMe passthrough: character devices, user requests, io_uring commands. */
 #include "passthru.h"
+#include "premap.h"
 
 /* num_online_cpus(). */
 unsigned int rnvme_glue_num_online_cpus(void);

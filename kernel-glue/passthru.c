@@ -36,6 +36,20 @@ struct rnvme_chardev_file {
 			 unsigned int issue_flags, bool write);
 };
 
+/* Lives in io_uring_cmd's pdu while the command is in flight. */
+struct rnvme_uring_pdu {
+	struct bio *bio;
+	struct request *rq;
+	void (*status)(struct request *rq, u8 blk_status, int *value, u64 *result);
+	u8 blk_status;
+};
+
+static struct rnvme_uring_pdu *rnvme_uring_pdu(struct io_uring_cmd *ioucmd)
+{
+	BUILD_BUG_ON(sizeof(struct rnvme_uring_pdu) > sizeof(ioucmd->pdu));
+	return (struct rnvme_uring_pdu *)ioucmd->pdu;
+}
+
 static int rnvme_chardev_open(struct inode *inode, struct file *file)
 {
 	/* misc_open() set private_data to our miscdevice and holds misc_mtx. */
@@ -78,8 +92,26 @@ static int rnvme_chardev_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int iss
 {
 	struct rnvme_chardev_file *f = ioucmd->file->private_data;
 
+	/* No request yet: rnvme_chardev_uring_cmd_iopoll() polls only one that was issued. */
+	WRITE_ONCE(rnvme_uring_pdu(ioucmd)->rq, NULL);
 	return f->uring_cmd(f->file_data, ioucmd, ioucmd->cmd_op, issue_flags,
 			    ioucmd->file->f_mode & FMODE_WRITE);
+}
+
+/*
+ * IOPOLL (nvme_ns_chr_uring_cmd_iopoll() in drivers/nvme/host/ioctl.c): polls the hardware queue
+ * of the command's request when it is a poll queue's. The request stays allocated until the
+ * command's task work has run (rnvme_uring_task_done() clears the pointer first), and that runs
+ * in the task that also polls.
+ */
+static int rnvme_chardev_uring_cmd_iopoll(struct io_uring_cmd *ioucmd, struct io_comp_batch *iob,
+					  unsigned int poll_flags)
+{
+	struct request *rq = READ_ONCE(rnvme_uring_pdu(ioucmd)->rq);
+
+	if (rq && blk_rq_is_poll(rq))
+		return blk_rq_poll(rq, iob, poll_flags);
+	return 0;
 }
 
 static const struct file_operations rnvme_chardev_fops = {
@@ -89,6 +121,7 @@ static const struct file_operations rnvme_chardev_fops = {
 	.unlocked_ioctl = rnvme_chardev_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.uring_cmd = rnvme_chardev_uring_cmd,
+	.uring_cmd_iopoll = rnvme_chardev_uring_cmd_iopoll,
 };
 
 void *rnvme_glue_chardev_register(const char *name, void *data,
@@ -137,13 +170,17 @@ bool rnvme_glue_capable_sys_admin(void)
 	return capable(CAP_SYS_ADMIN);
 }
 
-struct request *rnvme_glue_user_rq_alloc(struct gendisk *disk, bool write, bool nowait, int *err)
+struct request *rnvme_glue_user_rq_alloc(struct gendisk *disk, bool write, bool nowait,
+					 bool polled, int *err)
 {
 	blk_opf_t opf = write ? REQ_OP_DRV_OUT : REQ_OP_DRV_IN;
 	struct request *rq;
 
 	if (nowait)
 		opf |= REQ_NOWAIT;
+	/* A poll queue's request, if the queue set has poll queues (nvme_uring_cmd_io()). */
+	if (polled)
+		opf |= REQ_POLLED;
 	rq = blk_mq_alloc_request(disk->queue, opf, nowait ? BLK_MQ_REQ_NOWAIT : 0);
 	if (IS_ERR(rq)) {
 		*err = PTR_ERR(rq);
@@ -156,6 +193,11 @@ int rnvme_glue_user_rq_map(struct request *rq, u64 ubuf, u32 len)
 {
 	return blk_rq_map_user_io(rq, NULL, u64_to_user_ptr(ubuf), len, GFP_KERNEL, false, 0,
 				  false, rq_data_dir(rq));
+}
+
+u32 rnvme_glue_disk_max_hw_bytes(struct gendisk *disk)
+{
+	return min_t(u64, (u64)queue_max_hw_sectors(disk->queue) << SECTOR_SHIFT, U32_MAX);
 }
 
 int rnvme_glue_user_rq_map_fixed(struct request *rq, void *ioucmd, u64 ubuf, u32 len)
@@ -217,6 +259,11 @@ bool rnvme_glue_uring_nonblock(unsigned int issue_flags)
 	return issue_flags & IO_URING_F_NONBLOCK;
 }
 
+bool rnvme_glue_uring_iopoll(unsigned int issue_flags)
+{
+	return issue_flags & IO_URING_F_IOPOLL;
+}
+
 bool rnvme_glue_uring_fixed(void *p)
 {
 	struct io_uring_cmd *ioucmd = p;
@@ -224,27 +271,25 @@ bool rnvme_glue_uring_fixed(void *p)
 	return ioucmd->flags & IORING_URING_CMD_FIXED;
 }
 
-/* Lives in io_uring_cmd's pdu while the command is in flight. */
-struct rnvme_uring_pdu {
-	struct bio *bio;
-	u64 result;
-	void (*status)(struct request *rq, u8 blk_status, int *value, u64 *result);
-	int value;
-};
-
-static struct rnvme_uring_pdu *rnvme_uring_pdu(struct io_uring_cmd *ioucmd)
-{
-	BUILD_BUG_ON(sizeof(struct rnvme_uring_pdu) > sizeof(ioucmd->pdu));
-	return (struct rnvme_uring_pdu *)ioucmd->pdu;
-}
-
+/*
+ * In the submitter's task: the value and result from the driver (which may also drop what the
+ * request held, e.g. a premapped buffer's last reference, where sleeping-safe freeing is fine),
+ * then unmap, free the request and post the CQE.
+ */
 static void rnvme_uring_task_done(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
 	struct rnvme_uring_pdu *pdu = rnvme_uring_pdu(ioucmd);
+	int value = 0;
+	u64 result = 0;
 
+	struct request *rq = pdu->rq;
+
+	pdu->status(rq, pdu->blk_status, &value, &result);
 	if (pdu->bio)
 		blk_rq_unmap_user(pdu->bio);
-	io_uring_cmd_done(ioucmd, pdu->value, pdu->result, issue_flags);
+	WRITE_ONCE(pdu->rq, NULL);
+	blk_mq_free_request(rq);
+	io_uring_cmd_done(ioucmd, value, result, issue_flags);
 }
 
 static enum rq_end_io_ret rnvme_uring_end_io(struct request *rq, blk_status_t err)
@@ -252,10 +297,13 @@ static enum rq_end_io_ret rnvme_uring_end_io(struct request *rq, blk_status_t er
 	struct io_uring_cmd *ioucmd = rq->end_io_data;
 	struct rnvme_uring_pdu *pdu = rnvme_uring_pdu(ioucmd);
 
-	pdu->status(rq, (u8)err, &pdu->value, &pdu->result);
-	/* Post from the submitter's task (the right ring even when several poll one queue). */
+	pdu->blk_status = (u8)err;
+	/*
+	 * Post from the submitter's task (the right ring even when several poll one queue); the
+	 * request stays allocated until then (freed in rnvme_uring_task_done()).
+	 */
 	io_uring_cmd_do_in_task_lazy(ioucmd, rnvme_uring_task_done);
-	return RQ_END_IO_FREE;
+	return RQ_END_IO_NONE;
 }
 
 int rnvme_glue_uring_execute(void *p, struct request *rq,
@@ -266,9 +314,9 @@ int rnvme_glue_uring_execute(void *p, struct request *rq,
 	struct rnvme_uring_pdu *pdu = rnvme_uring_pdu(ioucmd);
 
 	pdu->bio = rq->bio;
+	WRITE_ONCE(pdu->rq, rq);
 	pdu->status = status;
-	pdu->value = 0;
-	pdu->result = 0;
+	pdu->blk_status = 0;
 	rq->end_io_data = ioucmd;
 	rq->end_io = rnvme_uring_end_io;
 	blk_execute_rq_nowait(rq, false);

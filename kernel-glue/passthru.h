@@ -21,7 +21,8 @@ struct request;
  * On open, `open(data, &file_data)` runs under the misc core's lock (so never concurrently with
  * rnvme_glue_chardev_unregister()) and its file_data is what the other callbacks get; `release`
  * runs on the last close. `ioctl` returns a value or a negative errno; `uring_cmd` returns
- * -EIOCBQUEUED or a completion value. `write`: the file was opened for writing. Returns an opaque
+ * -EIOCBQUEUED or a completion value. IOPOLL rings are supported: uring_cmd_iopoll polls the
+ * request of a command issued with rnvme_glue_uring_execute() when it is on a poll queue. `write`: the file was opened for writing. Returns an opaque
  * handle or NULL with *err set.
  */
 void *rnvme_glue_chardev_register(const char *name, void *data,
@@ -40,9 +41,11 @@ bool rnvme_glue_capable_sys_admin(void);
 /* ---- user passthrough requests (include/linux/blk-mq.h) ------------------------------------- */
 /*
  * blk_mq_alloc_request() on the disk's queue for REQ_OP_DRV_OUT (write) or REQ_OP_DRV_IN, with
- * BLK_MQ_REQ_NOWAIT + REQ_NOWAIT when `nowait`. Returns the request or NULL with *err set.
+ * BLK_MQ_REQ_NOWAIT + REQ_NOWAIT when `nowait`, REQ_POLLED (a poll queue's request, if there are
+ * poll queues) when `polled`. Returns the request or NULL with *err set.
  */
-struct request *rnvme_glue_user_rq_alloc(struct gendisk *disk, bool write, bool nowait, int *err);
+struct request *rnvme_glue_user_rq_alloc(struct gendisk *disk, bool write, bool nowait,
+					 bool polled, int *err);
 /* blk_rq_map_user_io() of `len` bytes at user address `ubuf` (pinned, or copied when unaligned). */
 int rnvme_glue_user_rq_map(struct request *rq, u64 ubuf, u32 len);
 /*
@@ -50,6 +53,8 @@ int rnvme_glue_user_rq_map(struct request *rq, u64 ubuf, u32 len);
  * blk_rq_map_user_iov() of that bvec iterator (no pinning: the ring holds the pages).
  */
 int rnvme_glue_user_rq_map_fixed(struct request *rq, void *ioucmd, u64 ubuf, u32 len);
+/* queue_max_hw_sectors() of the disk's queue in bytes (the most one request may carry). */
+u32 rnvme_glue_disk_max_hw_bytes(struct gendisk *disk);
 /* rq->bio (to unmap after completion, when rq->bio has been consumed). */
 struct bio *rnvme_glue_user_rq_bio(struct request *rq);
 /* rq->timeout = msecs_to_jiffies(ms) (0: the queue's default). */
@@ -67,13 +72,14 @@ void rnvme_glue_uring_cmd_done(void *ioucmd, int value, u64 result, unsigned int
 /* issue_flags & IO_URING_F_SQE128 / IO_URING_F_NONBLOCK / IO_URING_F_IOPOLL. */
 bool rnvme_glue_uring_sqe128(unsigned int issue_flags);
 bool rnvme_glue_uring_nonblock(unsigned int issue_flags);
+bool rnvme_glue_uring_iopoll(unsigned int issue_flags);
 /* ioucmd->flags & IORING_URING_CMD_FIXED. */
 bool rnvme_glue_uring_fixed(void *ioucmd);
 /*
- * Issues `rq` (mapped, rq->bio saved) without waiting: when it ends, `status` (called in the
- * completion context with the request and its blk_status_t) gives the value and result of the
- * command's CQE; then, in the submitter's task, the bio is unmapped and io_uring_cmd_done()
- * posts them; the request is freed by the block layer (RQ_END_IO_FREE). Returns -EIOCBQUEUED.
+ * Issues `rq` (mapped, rq->bio saved) without waiting: when it ends, in the submitter's task,
+ * `status` (called with the ended, still allocated request and its blk_status_t) gives the value
+ * and result of the command's CQE; then the bio is unmapped, the request freed and
+ * io_uring_cmd_done() posts them. Returns -EIOCBQUEUED.
  */
 int rnvme_glue_uring_execute(void *ioucmd, struct request *rq,
 			     void (*status)(struct request *rq, u8 blk_status, int *value,

@@ -168,4 +168,7 @@ driver_initramfs_args() {
     cc -static -O2 -Wall -Werror -o "$probe" "$gt/passthru-probe.c" ||
         die "passthru-probe.c did not build (needs a static libc: libc6-dev)"
     DRIVER_ARGS+=(--add "$probe:/usr/bin/passthru-probe" --test "$gt/50-rnvme-passthru.sh")
+    # Premapped DMA tags for registered buffers (issue 8): fio with fixedbufs=0/1 and the
+    # debugfs counters that say which path each I/O took.
+    DRIVER_ARGS+=(--test "$gt/52-rnvme-premap.sh")
 }

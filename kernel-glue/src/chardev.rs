@@ -7,8 +7,9 @@
 //!
 //! The C side (`kernel-glue/passthru.c`) owns the `struct miscdevice` and the
 //! `file_operations` (owner `THIS_MODULE`, so an open file keeps the module loaded); every open
-//! file holds its own reference on the device's [`FileOps`] value, so files outlive the
-//! registration safely and the value decides what an operation on a removed device does.
+//! file holds its own reference on the device's [`FileOps`] value and its own [`FileOps::File`]
+//! state, so files outlive the registration safely and the value decides what an operation on a
+//! removed device does.
 
 use core::{ffi::c_void, fmt, marker::PhantomData, ptr::NonNull};
 
@@ -23,9 +24,16 @@ use crate::helpers;
 const EIOCBQUEUED: i32 = 529;
 
 /// Writes a device name into a fixed buffer, keeping the last byte for the NUL.
-struct NameBuf<'a> {
+pub(crate) struct NameBuf<'a> {
     buf: &'a mut [u8],
     pos: usize,
+}
+
+impl<'a> NameBuf<'a> {
+    /// Writes into `buf` (which must be zeroed: the last byte stays the NUL).
+    pub(crate) fn new(buf: &'a mut [u8]) -> Self {
+        Self { buf, pos: 0 }
+    }
 }
 
 impl fmt::Write for NameBuf<'_> {
@@ -73,6 +81,13 @@ impl UringCmd<'_> {
     pub fn nonblock(&self) -> bool {
         // SAFETY: pure flag test.
         unsafe { helpers::rnvme_glue_uring_nonblock(self.issue_flags) }
+    }
+
+    /// Whether the ring completes by polling (`IO_URING_F_IOPOLL`): the request should go to a
+    /// poll queue.
+    pub fn iopoll(&self) -> bool {
+        // SAFETY: pure flag test.
+        unsafe { helpers::rnvme_glue_uring_iopoll(self.issue_flags) }
     }
 
     /// Whether the data buffer is in the ring's registered buffer (`IORING_URING_CMD_FIXED`).
@@ -124,14 +139,28 @@ impl UringCmd<'_> {
 #[derive(Debug)]
 pub struct Issued(pub(crate) ());
 
-/// The operations of a character device; one value per device, shared by its open files.
+/// The operations of a character device; one value per device, shared by its open files, each
+/// of which also has its own [`FileOps::File`] state.
 pub trait FileOps: Send + Sync + 'static {
-    /// An `ioctl`: `arg` is the raw argument (often a user pointer), `write` whether the file
-    /// was opened for writing. Returns the (non-negative) value of the call.
-    fn ioctl(&self, cmd: u32, arg: usize, write: bool) -> Result<isize>;
+    /// The state of one open file: made by [`FileOps::open`], dropped on the file's last close
+    /// (after every call on the file has returned).
+    type File: Send + Sync;
 
-    /// An io_uring passthrough command.
-    fn uring_cmd(&self, cmd: &UringCmd<'_>, write: bool) -> Result<Issued>;
+    /// `open`: the new file's state.
+    fn open(&self) -> Result<Self::File>;
+
+    /// An `ioctl` on `file`: `arg` is the raw argument (often a user pointer), `write` whether
+    /// the file was opened for writing. Returns the (non-negative) value of the call.
+    fn ioctl(&self, file: &Self::File, cmd: u32, arg: usize, write: bool) -> Result<isize>;
+
+    /// An io_uring passthrough command on `file`.
+    fn uring_cmd(&self, file: &Self::File, cmd: &UringCmd<'_>, write: bool) -> Result<Issued>;
+}
+
+/// What an open file's `private_data` points at: the device's operations and the file's state.
+struct OpenFile<T: FileOps> {
+    ops: Arc<T>,
+    file: T::File,
 }
 
 /// A registered character device `/dev/<name>`; deregistered on drop (open files keep their
@@ -192,7 +221,7 @@ impl<T: FileOps> CharDev<T> {
         }
     }
 
-    /// `open`: gives the file its own reference on the operations.
+    /// `open`: gives the file its own reference on the operations and its own state.
     ///
     /// # Safety
     ///
@@ -200,21 +229,29 @@ impl<T: FileOps> CharDev<T> {
     unsafe extern "C" fn open_cb(data: *mut c_void, file_data: *mut *mut c_void) -> i32 {
         // SAFETY: `data` is the registration's `Arc` pointer; the misc core calls open under
         // its lock, so the registration (and its reference) is alive.
-        let ops = unsafe { ArcBorrow::<T>::from_raw(data.cast()) };
-        let file: Arc<T> = ops.into();
+        let ops: Arc<T> = unsafe { ArcBorrow::<T>::from_raw(data.cast()) }.into();
+        let file = match ops.open() {
+            Ok(f) => f,
+            Err(e) => return e.to_errno(),
+        };
+        let open = match KBox::new(OpenFile { ops, file }, GFP_KERNEL) {
+            Ok(b) => b,
+            Err(_) => return ENOMEM.to_errno(),
+        };
         // SAFETY: `file_data` is the C side's out pointer.
-        unsafe { *file_data = file.into_raw().cast_mut().cast() };
+        unsafe { *file_data = KBox::into_raw(open).cast() };
         0
     }
 
-    /// Last close: drops the file's reference.
+    /// Last close: drops the file's state and its reference on the operations.
     ///
     /// # Safety
     ///
     /// `file_data` must be a pointer from `open_cb`, released once.
     unsafe extern "C" fn release_cb(file_data: *mut c_void) {
-        // SAFETY: the reference `open_cb` gave this file, released once on its last close.
-        drop(unsafe { Arc::<T>::from_raw(file_data.cast()) });
+        // SAFETY: the box `open_cb` gave this file, released once on its last close (no call
+        // on the file runs any more).
+        drop(unsafe { KBox::<OpenFile<T>>::from_raw(file_data.cast()) });
     }
 
     /// `unlocked_ioctl`.
@@ -228,9 +265,9 @@ impl<T: FileOps> CharDev<T> {
         arg: usize,
         write: bool,
     ) -> isize {
-        // SAFETY: the open file holds this reference until `release_cb`.
-        let ops = unsafe { &*file_data.cast::<T>() };
-        match ops.ioctl(cmd, arg, write) {
+        // SAFETY: the open file's box lives until `release_cb`, which no call overlaps.
+        let f = unsafe { &*file_data.cast::<OpenFile<T>>() };
+        match f.ops.ioctl(&f.file, cmd, arg, write) {
             Ok(v) => v,
             Err(e) => e.to_errno() as isize,
         }
@@ -249,7 +286,7 @@ impl<T: FileOps> CharDev<T> {
         write: bool,
     ) -> i32 {
         // SAFETY: as in `ioctl_cb`.
-        let ops = unsafe { &*file_data.cast::<T>() };
+        let f = unsafe { &*file_data.cast::<OpenFile<T>>() };
         let Some(raw) = NonNull::new(ioucmd) else {
             return EINVAL.to_errno();
         };
@@ -259,7 +296,7 @@ impl<T: FileOps> CharDev<T> {
             issue_flags,
             _life: PhantomData,
         };
-        match ops.uring_cmd(&cmd, write) {
+        match f.ops.uring_cmd(&f.file, &cmd, write) {
             // -EIOCBQUEUED: the command completes later through io_uring_cmd_done().
             Ok(Issued(())) => -EIOCBQUEUED,
             Err(e) => e.to_errno(),

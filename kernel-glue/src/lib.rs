@@ -32,6 +32,7 @@ mod owned_pages;
 
 pub mod block;
 pub mod chardev;
+pub mod debugfs;
 pub mod dma;
 pub mod error;
 pub mod io;
@@ -39,6 +40,7 @@ pub mod irq;
 pub mod mutex;
 pub mod params;
 pub mod pci;
+pub mod premap;
 pub mod sched;
 pub mod sync;
 pub mod time;

@@ -94,3 +94,70 @@ impl<T> Drop for IrqSpinLockGuard<'_, T> {
         unsafe { helpers::rnvme_glue_spin_unlock_irqrestore(self.lock.lock.get(), self.flags) };
     }
 }
+
+/// A slot holding at most one `Arc<T>`, taken and put with atomic swaps (no lock), e.g. for a
+/// reference a request carries in its PDU from submission to completion.
+///
+/// # Invariants
+///
+/// `p` is null or a pointer from `Arc::into_raw` whose reference the slot owns.
+pub struct ArcSlot<T> {
+    p: core::sync::atomic::AtomicPtr<T>,
+}
+
+// SAFETY: the slot moves `Arc<T>`s between threads: as `Arc<T>` itself, needs `T: Send + Sync`.
+unsafe impl<T: Send + Sync> Send for ArcSlot<T> {}
+// SAFETY: `&ArcSlot` only swaps whole references atomically.
+unsafe impl<T: Send + Sync> Sync for ArcSlot<T> {}
+
+impl<T> Default for ArcSlot<T> {
+    fn default() -> Self {
+        // INVARIANT: empty.
+        Self {
+            p: core::sync::atomic::AtomicPtr::new(core::ptr::null_mut()),
+        }
+    }
+}
+
+impl<T> core::fmt::Debug for ArcSlot<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ArcSlot").finish()
+    }
+}
+
+impl<T> ArcSlot<T> {
+    /// Puts `v` in the slot; returns what was there.
+    pub fn replace(&self, v: Option<kernel::sync::Arc<T>>) -> Option<kernel::sync::Arc<T>> {
+        let new = v.map_or(core::ptr::null_mut(), |a| a.into_raw().cast_mut());
+        // INVARIANT: the slot now owns `new`'s reference; the old one goes to the caller.
+        let old = self.p.swap(new, core::sync::atomic::Ordering::AcqRel);
+        if old.is_null() {
+            None
+        } else {
+            // SAFETY: `old` came from `Arc::into_raw` and its reference was the slot's (type
+            // invariant); the swap handed it to us alone.
+            Some(unsafe { kernel::sync::Arc::from_raw(old) })
+        }
+    }
+
+    /// Takes the reference out, leaving the slot empty.
+    pub fn take(&self) -> Option<kernel::sync::Arc<T>> {
+        self.replace(None)
+    }
+
+    /// A new reference to what the slot holds, which stays there. (Take, clone, put back: a
+    /// concurrent `take` in between sees an empty slot; one user at a time is the intended use.)
+    pub fn get(&self) -> Option<kernel::sync::Arc<T>> {
+        let a = self.take()?;
+        let out = a.clone();
+        // Something put in meanwhile is dropped: the slot keeps the reference it had.
+        drop(self.replace(Some(a)));
+        Some(out)
+    }
+}
+
+impl<T> Drop for ArcSlot<T> {
+    fn drop(&mut self) {
+        drop(self.take());
+    }
+}

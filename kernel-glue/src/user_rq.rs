@@ -65,6 +65,15 @@ impl DiskRef {
     }
 }
 
+impl DiskRef {
+    /// The most bytes one request on the disk's queue may carry (`queue_max_hw_sectors()`).
+    pub fn max_hw_bytes(&self) -> u32 {
+        // SAFETY: the disk is allocated while the reference is held (type invariant); its queue
+        // lives as long as the disk.
+        unsafe { helpers::rnvme_glue_disk_max_hw_bytes(self.disk.as_ptr()) }
+    }
+}
+
 impl Drop for DiskRef {
     fn drop(&mut self) {
         // SAFETY: the reference taken in `get` (type invariant), dropped once.
@@ -75,7 +84,9 @@ impl Drop for DiskRef {
 /// A driver whose user passthrough requests end with a value for user space.
 pub trait UserStatus: Operations {
     /// The value (NVMe status, or a negative errno) and result of ended request `rq`, whose
-    /// block status is `blk`.
+    /// block status is `blk`. Called once per executed request, in process context (the caller
+    /// of [`UserRequest::execute`], or the submitter's task for [`UserRequest::execute_uring`])
+    /// before the request is freed: the driver may drop here what the request held.
     fn user_status(rq: &Request<Self>, blk: BlkStatus) -> (i32, u64);
 }
 
@@ -104,16 +115,17 @@ impl<T: Operations> fmt::Debug for UserRequest<T> {
 impl<T: UserStatus> UserRequest<T> {
     /// Allocates a request on `disk` (which must be a disk of a tag set of `T`), reading from
     /// the device unless `write`; with `nowait` it fails with `EAGAIN` instead of sleeping for a
-    /// tag.
+    /// tag; with `polled` it is a poll queue's request (`REQ_POLLED`, for io_uring IOPOLL) when
+    /// the tag set has poll queues.
     ///
     /// # Safety
     ///
     /// `disk`'s queue must belong to a tag set of `T`.
-    pub unsafe fn alloc(disk: &DiskRef, write: bool, nowait: bool) -> Result<Self> {
+    pub unsafe fn alloc(disk: &DiskRef, write: bool, nowait: bool, polled: bool) -> Result<Self> {
         let mut err = 0i32;
         // SAFETY: the disk is alive (reference held); a deleted disk's queue refuses.
         let rq = unsafe {
-            helpers::rnvme_glue_user_rq_alloc(disk.disk.as_ptr(), write, nowait, &mut err)
+            helpers::rnvme_glue_user_rq_alloc(disk.disk.as_ptr(), write, nowait, polled, &mut err)
         };
         let rq = NonNull::new(rq).ok_or_else(|| Error::from_errno(err))?;
         // INVARIANT: freshly allocated on the disk's queue (a tag set of `T`, contract).
@@ -217,7 +229,8 @@ impl<T: UserStatus> UserRequest<T> {
         value: *mut i32,
         result: *mut u64,
     ) {
-        // SAFETY: `rq` is our request, ended but not yet freed (its end_io runs).
+        // SAFETY: `rq` is our request, ended but not yet freed (the C side frees it after this
+        // call, in the submitter's task).
         let rq = unsafe { Request::<T>::from_raw(rq) };
         let (v, r) = T::user_status(rq, BlkStatus::from_raw(blk).unwrap_or(BlkStatus::IOERR));
         // SAFETY: the C side's out pointers into the command's PDU.

@@ -116,6 +116,7 @@ impl kernel::Module for RnvmeModule {
         if let Some(v) = param_uint(module, c_str!("shadow_doorbells")) {
             SHADOW_DOORBELLS.store(v, Ordering::Relaxed);
         }
+        passthru::load_premap_params(module);
         let p = params();
         pr_info!(
             "loaded (io_queues={}, poll_queues={}, sgl_threshold={}, queue_depth={}, shadow_doorbells={})\n",

@@ -27,3 +27,16 @@ static unsigned int shadow_doorbells = 1;
 module_param(shadow_doorbells, uint, 0444);
 MODULE_PARM_DESC(shadow_doorbells,
 		 "Use shadow doorbells (Doorbell Buffer Config) when the controller has them (0: MMIO only)");
+
+static unsigned int premap = 1;
+module_param(premap, uint, 0444);
+MODULE_PARM_DESC(premap,
+		 "Premap io_uring registered buffers on first use (DMA tags; 0: map every I/O)");
+
+static unsigned int premap_max_tags = 64;
+module_param(premap_max_tags, uint, 0444);
+MODULE_PARM_DESC(premap_max_tags, "Premapped registered buffers per open file (1..4096)");
+
+static unsigned int premap_max_mb = 1024;
+module_param(premap_max_mb, uint, 0444);
+MODULE_PARM_DESC(premap_max_mb, "MiB of registered buffers premapped per open file");

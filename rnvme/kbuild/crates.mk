@@ -8,13 +8,14 @@
 # Every crate is compiled from its own tree as a separate crate (Kbuild names a crate after its
 # object file) with `--cfg kbuild`; dependent crates get `--extern name=lib<name>.rmeta`.
 #
-# Provides: rnvme_crate_objs (bvec.o iov.o bio.o kernel_glue.o glue_helpers.o glue_passthru.o), rnvme_nvme_objs
+# Provides: rnvme_crate_objs (bvec.o iov.o bio.o kernel_glue.o glue_helpers.o glue_passthru.o
+# glue_premap.o), rnvme_nvme_objs
 # (nvme.o, the NVMe protocol core of rnvme/src/), the helpers rnvme_rmeta/rnvme_extern, and the
 # bindgen command rnvme_bindgen_cmd for C helper headers. Needs RNVME_REPO.
 
 rnvme_glue := $(RNVME_REPO)/kernel-glue
 
-rnvme_crate_objs := kernel_glue.o glue_helpers.o glue_passthru.o bvec.o iov.o bio.o
+rnvme_crate_objs := kernel_glue.o glue_helpers.o glue_passthru.o glue_premap.o bvec.o iov.o bio.o
 rnvme_nvme_objs := nvme.o
 
 # ---- warnings are errors, for our objects only --------------------------------------------------
@@ -64,7 +65,7 @@ quiet_cmd_glue_bindgen = BINDGEN $@
 rnvme_glue_gen := $(obj)/glue_helpers_generated.rs
 export RNVME_GLUE_HELPERS_RS := $(abspath $(rnvme_glue_gen))
 
-$(rnvme_glue_gen): $(rnvme_glue)/helpers.h $(rnvme_glue)/passthru.h FORCE
+$(rnvme_glue_gen): $(rnvme_glue)/helpers.h $(rnvme_glue)/passthru.h $(rnvme_glue)/premap.h FORCE
 	$(call if_changed,glue_bindgen)
 targets += glue_helpers_generated.rs
 
@@ -76,4 +77,9 @@ $(obj)/glue_helpers.o: $(rnvme_glue)/helpers.c FORCE
 # NVMe passthrough helpers (character devices, user requests, io_uring commands); passthru.h is
 # included by helpers.h, so its declarations are generated with the others.
 $(obj)/glue_passthru.o: $(rnvme_glue)/passthru.c FORCE
+	+$(call if_changed_rule,cc_o_c)
+# Premapped registered buffers and debugfs counters; reads io_uring's private
+# struct io_mapped_ubuf from the kernel source tree this module is built against (premap.c).
+CFLAGS_glue_premap.o := -I$(srctree)
+$(obj)/glue_premap.o: $(rnvme_glue)/premap.c FORCE
 	+$(call if_changed_rule,cc_o_c)

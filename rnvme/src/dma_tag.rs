@@ -123,13 +123,20 @@ pub struct TagRange {
 }
 
 /// A range resolved against a table: first page index, offset inside it, and page count.
-struct Resolved {
-    first: usize,
-    in_page: u64,
-    nr_pages: usize,
+pub(crate) struct Resolved {
+    /// Index of the first controller page the range touches.
+    pub(crate) first: usize,
+    /// Offset of the range's first byte inside that page.
+    pub(crate) in_page: u64,
+    /// Controller pages the range touches (at least 1).
+    pub(crate) nr_pages: usize,
 }
 
-fn resolve<T: DmaPageTable + ?Sized>(table: &T, r: TagRange) -> Result<Resolved, DptrError> {
+/// Resolves `r` against `table`, checking that it lies inside the buffer and its table.
+pub(crate) fn resolve<T: DmaPageTable + ?Sized>(
+    table: &T,
+    r: TagRange,
+) -> Result<Resolved, DptrError> {
     let buffer_len = table.len();
     let out_of_range = DptrError::TagOutOfRange {
         offset: r.offset,

@@ -90,6 +90,7 @@ mod init;
 mod io;
 mod limits;
 mod passthru;
+mod premap_list;
 mod prp;
 mod queues;
 mod reap;
@@ -131,6 +132,10 @@ pub use passthru::{
     IOCTL_ADMIN64_CMD, IOCTL_ADMIN_CMD, IOCTL_ID, IOCTL_IO64_CMD, IOCTL_IO_CMD, LOG_CMD_EFFECTS,
     PASSTHRU_CMD64_SIZE, PASSTHRU_CMD_SIZE, RESULT64_OFFSET, RESULT_OFFSET, URING_CMD_ADMIN,
     URING_CMD_IO, URING_CMD_SIZE,
+};
+pub use premap_list::{
+    premap_list_entries, premap_list_pages, premap_list_slot, premap_prps, PremapPrps,
+    PREMAP_LIST_DATA_SLOTS,
 };
 pub use prp::{
     build_prps, plan_prps, PrpListPage, PrpLists, PrpPlan, PrpPool, Prps, PRPS_PER_PAGE,

@@ -15,18 +15,24 @@
 use core::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
 
 use bvec::Bvec;
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::Arc};
 use kernel_glue::{
-    block::mq::Request,
+    block::mq::{Op, Request},
     chardev::{Issued, UringCmd},
-    dma::{Direction, Mapping, PoolBlock},
+    dma::{Direction, DmaPool, Mapping, PoolBlock},
     error::BlkStatus,
+    sync::ArcSlot,
     user_rq::{blk_status_errno, UserRequest, UserStatus},
     KPage,
 };
-use nvme::{Status, SubmissionEntry, UserCmd, SQE_SIZE};
+use nvme::{
+    premap_prps, DataPointer, PremapPrps, Status, SubmissionEntry, TagRange, UserCmd, SQE_SIZE,
+};
 
-use super::NsInfo;
+use super::{
+    premap::{Counter, Tag},
+    Inner, NsInfo, PtFile,
+};
 use crate::{
     dptr,
     io::{IoData, IoOps, MAX_SEGS},
@@ -41,6 +47,13 @@ pub(crate) struct RqPassthru {
     status: AtomicU16,
     /// Result dwords 0 and 1 of the completion.
     result: AtomicU64,
+    /// The premapped tag holding the data (set just before the request is issued, taken when
+    /// its end is reported): the request's reference, so the tag outlives the I/O.
+    tag: ArcSlot<Tag>,
+    /// Offset of the data from the start of the tag's buffer.
+    tag_offset: AtomicU64,
+    /// Length of the data in the tag.
+    tag_len: AtomicU32,
 }
 
 impl RqPassthru {
@@ -91,7 +104,6 @@ fn merge(a: &Bvec<KPage>, b: &Bvec<KPage>) -> Option<Bvec<KPage>> {
 }
 
 /// What a passthrough command holds until it completes: its mappings and PRP list page.
-/// What a passthrough command holds until it completes: its mappings and PRP list page.
 pub(crate) type Held = (Option<KBox<Mapping<MAX_SEGS>>>, Option<PoolBlock>);
 
 /// Builds the command of passthrough request `rq` for `queue_rq`: the stored command with the
@@ -104,11 +116,16 @@ pub(crate) fn prepare(
     op: u32,
 ) -> Result<(SubmissionEntry, Held), BlkStatus> {
     let mut cmd = rq.shared().pt.cmd();
-    let dir = if op == kernel_glue::user_rq::REQ_OP_DRV_OUT {
+    let write = op == kernel_glue::user_rq::REQ_OP_DRV_OUT;
+    let dir = if write {
         Direction::ToDevice
     } else {
         Direction::FromDevice
     };
+    if let Some(tag) = rq.shared().pt.tag.get() {
+        let page = premapped(data, &rq.shared().pt, &mut cmd, &tag, write)?;
+        return Ok((cmd, (None, page)));
+    }
     if rq.bytes() == 0 {
         return Ok((cmd, (None, None)));
     }
@@ -141,9 +158,53 @@ pub(crate) fn prepare(
     Ok((cmd, (Some(map), page)))
 }
 
+/// Sets the data pointer of a command whose data is in premapped `tag`: PRP1/PRP2 into the
+/// premapped data and list, nothing mapped or allocated; only at the list's chain boundary a
+/// list page of its own, filled from the tag's page table (returned, held until completion).
+fn premapped(
+    data: &IoData,
+    pt: &RqPassthru,
+    cmd: &mut SubmissionEntry,
+    tag: &Tag,
+    write: bool,
+) -> Result<Option<PoolBlock>, BlkStatus> {
+    let offset = pt.tag_offset.load(Ordering::Relaxed);
+    let len = pt.tag_len.load(Ordering::Relaxed);
+    let page = match premap_prps(tag, tag.list_dma(), TagRange { offset, len })
+        .map_err(|_| BlkStatus::IOERR)?
+    {
+        PremapPrps::Direct { prp1, prp2 } => {
+            cmd.set_data_pointer(DataPointer::prp(prp1, prp2));
+            None
+        }
+        PremapPrps::PerIoList { prp1, entries } => {
+            let list = DmaPool::alloc(&data.pool).map_err(|_| BlkStatus::RESOURCE)?;
+            for (i, e) in entries.iter().enumerate() {
+                list.write(i * 8, &e.to_le_bytes())
+                    .map_err(|_| BlkStatus::IOERR)?;
+            }
+            cmd.set_data_pointer(DataPointer::prp(prp1, list.dma_handle()));
+            tag.count(Counter::IoPremappedListPerIo);
+            Some(list)
+        }
+    };
+    tag.buf().sync_for_device(offset, len, write);
+    Ok(page)
+}
+
 impl UserStatus for IoOps {
     fn user_status(rq: &Request<Self>, blk: BlkStatus) -> (i32, u64) {
         let pt = &rq.shared().pt;
+        // The request is over: the device wrote what it read into the buffer; the request's
+        // tag reference goes (possibly the last one: released here, in process context).
+        if let Some(tag) = pt.tag.take() {
+            if rq.op() != Op::Other(kernel_glue::user_rq::REQ_OP_DRV_OUT) {
+                tag.buf().sync_for_cpu(
+                    pt.tag_offset.load(Ordering::Relaxed),
+                    pt.tag_len.load(Ordering::Relaxed),
+                );
+            }
+        }
         let status = pt.status.load(Ordering::Relaxed);
         let result = pt.result.load(Ordering::Relaxed);
         // The NVMe status if the device gave one, else the block layer's errno
@@ -156,44 +217,91 @@ impl UserStatus for IoOps {
     }
 }
 
-/// Allocates, maps and fills the request of user I/O command `cmd` on namespace `ns`.
+/// Allocates, maps and fills the request of user I/O command `cmd` on namespace `ns`; for an
+/// io_uring command on a registered buffer, the premapped tag its data is in (then nothing is
+/// mapped).
 fn build(
+    inner: &Inner,
     ns: &NsInfo,
     cmd: &UserCmd,
     entry: &SubmissionEntry,
-    uring: Option<&UringCmd<'_>>,
-) -> Result<UserRequest<IoOps>> {
+    uring: Option<(&UringCmd<'_>, &PtFile)>,
+) -> Result<(UserRequest<IoOps>, Option<Arc<Tag>>)> {
     if cmd.has_data() && cmd.metadata != 0 && cmd.metadata_len != 0 {
         // rnvme namespaces have no metadata (`nvme_map_user_request()`: no integrity).
         return Err(EINVAL);
     }
-    let nowait = uring.is_some_and(|u| u.nonblock());
+    let nowait = uring.is_some_and(|(u, _)| u.nonblock());
+    // An IOPOLL ring's command goes to a poll queue (`nvme_uring_cmd_io()`: `REQ_POLLED`).
+    let polled = uring.is_some_and(|(u, _)| u.iopoll());
     // SAFETY: the disk is one of this controller's, whose queues belong to the `IoOps` tag set.
-    let mut rq = unsafe { UserRequest::<IoOps>::alloc(&ns.disk, cmd.is_write(), nowait) }?;
+    let mut rq = unsafe { UserRequest::<IoOps>::alloc(&ns.disk, cmd.is_write(), nowait, polled) }?;
     rq.request().shared().pt.set_cmd(entry);
+    if rq.request().is_poll() {
+        inner.stats.add(Counter::IoPolled, 1);
+    }
+    let mut tag = None;
     if cmd.has_data() {
         match uring {
-            Some(u) if u.fixed() => rq.map_fixed(u, cmd.addr, cmd.data_len)?,
-            _ => rq.map_user(cmd.addr, cmd.data_len)?,
+            Some((u, file)) if u.fixed() => {
+                // The premapped path takes what the per-I/O path would map without a bounce
+                // buffer: dword-aligned data within the queue's transfer limit.
+                if cmd.addr & 3 == 0 && cmd.data_len <= ns.disk.max_hw_bytes() {
+                    tag = file.tags.tag_for(
+                        u,
+                        cmd.addr,
+                        cmd.data_len,
+                        cmd.is_write(),
+                        &inner.io,
+                        &inner.stats,
+                    );
+                }
+                if tag.is_none() {
+                    rq.map_fixed(u, cmd.addr, cmd.data_len)?;
+                    inner.stats.add(Counter::IoFixedMapped, 1);
+                    inner.stats.add(Counter::IoMapped, 1);
+                }
+            }
+            _ => {
+                rq.map_user(cmd.addr, cmd.data_len)?;
+                inner.stats.add(Counter::IoMapped, 1);
+            }
         }
     }
     rq.set_timeout_ms(cmd.timeout_ms);
-    Ok(rq)
+    Ok((rq, tag))
 }
 
 /// Runs user I/O command `cmd` (checked, built as `entry`) on `ns` and waits for it; returns
 /// the NVMe status (or a negative errno from the block layer) and the result.
-pub(super) fn exec(ns: &NsInfo, cmd: &UserCmd, entry: &SubmissionEntry) -> Result<(i32, u64)> {
-    Ok(build(ns, cmd, entry, None)?.execute())
+pub(super) fn exec(
+    inner: &Inner,
+    ns: &NsInfo,
+    cmd: &UserCmd,
+    entry: &SubmissionEntry,
+) -> Result<(i32, u64)> {
+    Ok(build(inner, ns, cmd, entry, None)?.0.execute())
 }
 
-/// Issues user I/O command `cmd` for io_uring command `u`; it completes through
+/// Issues user I/O command `cmd` for io_uring command `u` on `file`; it completes through
 /// `io_uring_cmd_done()`.
 pub(super) fn issue(
+    inner: &Inner,
+    file: &PtFile,
     ns: &NsInfo,
     cmd: &UserCmd,
     entry: &SubmissionEntry,
     u: &UringCmd<'_>,
 ) -> Result<Issued> {
-    Ok(build(ns, cmd, entry, Some(u))?.execute_uring(u))
+    let (rq, tag) = build(inner, ns, cmd, entry, Some((u, file)))?;
+    if let Some(t) = tag {
+        let pt = &rq.request().shared().pt;
+        let offset = cmd.addr.wrapping_sub(t.buf().buf().ubuf);
+        pt.tag_offset.store(offset, Ordering::Relaxed);
+        pt.tag_len.store(cmd.data_len, Ordering::Relaxed);
+        t.count(Counter::IoPremapped);
+        // Nothing can fail from here on: the request reaches `user_status`, which takes it.
+        drop(pt.tag.replace(Some(t)));
+    }
+    Ok(rq.execute_uring(u))
 }

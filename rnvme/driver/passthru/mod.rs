@@ -17,8 +17,10 @@
 mod admin_cmd;
 mod gate;
 mod io_cmd;
+mod premap;
 
 pub(crate) use io_cmd::{is_user_op, prepare, RqPassthru};
+pub(crate) use premap::load_params as load_premap_params;
 
 use kernel::{prelude::*, sync::Arc, uaccess::UserSlice};
 use kernel_glue::{
@@ -34,6 +36,7 @@ use nvme::{
 
 use crate::io::{IoData, IoOps};
 use gate::Gate;
+use premap::{FileTags, Registry, Stats};
 
 /// `NVME_IOCTL_RESET`, `NVME_IOCTL_SUBSYS_RESET`, `NVME_IOCTL_RESCAN`: privileged, not
 /// supported by rnvme.
@@ -60,11 +63,30 @@ pub(crate) struct Inner {
     effects_log: Option<KVec<u8>>,
     /// The namespaces with a disk.
     ns: KVec<NsInfo>,
+    /// Premapped-tag counters (debugfs `rnvme/rnvme<C>/premap`).
+    stats: Arc<Stats>,
 }
 
 /// The state of one controller's character devices, shared with their open files.
 pub(crate) struct Shared {
     gate: Gate<Inner>,
+    /// The open files' premapped tags (released when the controller goes).
+    files: Registry,
+}
+
+/// The state of one open file: its premapped tags.
+pub(crate) struct PtFile {
+    shared: Arc<Shared>,
+    tags: Arc<FileTags>,
+}
+
+impl Drop for PtFile {
+    fn drop(&mut self) {
+        // Last close (no call on the file runs): release the file's tags (requests in flight
+        // keep their own references).
+        self.tags.close();
+        self.shared.files.remove(&self.tags);
+    }
 }
 
 /// The operations of one character device: the controller's (`ns` is `None`) or a
@@ -85,6 +107,8 @@ pub(crate) struct Devices {
 impl Drop for Devices {
     fn drop(&mut self) {
         self.shared.gate.close();
+        // No call is inside any more, so no tag is made from now on: release every file's.
+        self.shared.files.close_all();
     }
 }
 
@@ -128,12 +152,14 @@ impl Devices {
                 io: io.clone(),
                 effects_log: read_effects(io),
                 ns,
+                stats: Stats::new(instance)?,
             },
             GFP_KERNEL,
         )?;
         let shared = Arc::new(
             Shared {
                 gate: Gate::new(inner)?,
+                files: Registry::new()?,
             },
             GFP_KERNEL,
         )?;
@@ -248,7 +274,7 @@ impl DevFile {
         let entry = self.check(&inner, &cmd, &target, write)?;
         let (status, result) = match target {
             Target::Admin => admin_cmd::exec(&inner, &cmd, entry)?,
-            Target::Io(n) => io_cmd::exec(n, &cmd, &entry)?,
+            Target::Io(n) => io_cmd::exec(&inner, n, &cmd, &entry)?,
         };
         if status >= 0 {
             let (off, bytes): (usize, KVec<u8>) = if wide {
@@ -272,7 +298,18 @@ fn slice_vec(s: &[u8]) -> Result<KVec<u8>> {
 }
 
 impl FileOps for DevFile {
-    fn ioctl(&self, cmd: u32, arg: usize, write: bool) -> Result<isize> {
+    type File = PtFile;
+
+    fn open(&self) -> Result<PtFile> {
+        let tags = FileTags::new()?;
+        self.shared.files.add(&tags)?;
+        Ok(PtFile {
+            shared: self.shared.clone(),
+            tags,
+        })
+    }
+
+    fn ioctl(&self, _file: &PtFile, cmd: u32, arg: usize, write: bool) -> Result<isize> {
         match (cmd, self.ns) {
             (IOCTL_ADMIN_CMD, _) => self.user_cmd(arg, true, false, write),
             (IOCTL_ADMIN64_CMD, _) => self.user_cmd(arg, true, true, write),
@@ -293,7 +330,7 @@ impl FileOps for DevFile {
         }
     }
 
-    fn uring_cmd(&self, u: &UringCmd<'_>, write: bool) -> Result<Issued> {
+    fn uring_cmd(&self, file: &PtFile, u: &UringCmd<'_>, write: bool) -> Result<Issued> {
         // The 72-byte command needs 128-byte SQEs (`nvme_ns_uring_cmd()`).
         if !u.sqe128() {
             return Err(eopnotsupp());
@@ -303,6 +340,10 @@ impl FileOps for DevFile {
             (URING_CMD_ADMIN, _) => true,
             _ => return Err(ENOTTY),
         };
+        // The controller device's commands cannot be polled (`nvme_dev_uring_cmd()`).
+        if self.ns.is_none() && u.iopoll() {
+            return Err(eopnotsupp());
+        }
         // Admin commands are polled synchronously: run them where blocking is allowed.
         if admin && u.nonblock() {
             return Err(EAGAIN);
@@ -319,6 +360,6 @@ impl FileOps for DevFile {
         }
         let ns = self.ns(&inner)?.ok_or(ENOTTY)?;
         let entry = self.check(&inner, &cmd, &Target::Io(ns), write)?;
-        io_cmd::issue(ns, &cmd, &entry, u)
+        io_cmd::issue(&inner, file, ns, &cmd, &entry, u)
     }
 }

@@ -98,6 +98,13 @@ impl<T: Operations> Request<T> {
         self.0.get()
     }
 
+    /// Whether the request is on a poll hardware queue (`blk_rq_is_poll()`): one without an
+    /// interrupt, completed by polling.
+    pub fn is_poll(&self) -> bool {
+        // SAFETY: a live request (type invariant); the function only reads its `mq_hctx`.
+        unsafe { bindings::blk_rq_is_poll(self.raw()) }
+    }
+
     /// The driver tag (`rq->tag`), `None` when the request has none.
     pub fn tag(&self) -> Option<u32> {
         // SAFETY: the request is live (type invariant); `tag` is set before the driver sees it.

@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Premapped DMA tags for io_uring registered buffers (issue #8): the first I/O on a registered
+//! buffer references and DMA-maps all of its pages once and builds the PRP list of the whole
+//! buffer once in DMA-pool pages; later I/Os inside it map nothing, pin nothing and allocate no
+//! PRP list (PRP1/PRP2 point into the premapped data, `nvme::premap_prps`).
+//!
+//! C header: [`include/linux/io_uring/cmd.h`](srctree/include/linux/io_uring/cmd.h)
+//!
+//! A [`Tag`] is owned by the open file's [`FileTags`] cache (bounded in number and bytes per
+//! file, least recently used evicted) and by every request that uses it (a reference in the
+//! request's PDU from submission until its end is reported in the submitter's task), so it is
+//! released on close, eviction or controller removal but never under an I/O in flight. The cache
+//! key (the registration's identity, address and length) only finds a candidate: before an I/O
+//! uses a tag, the pages the I/O covers are compared with the tag's
+//! (`kernel_glue::premap::PremappedBuffer::covers`); a mismatch (buffer unregistered and another
+//! registered at the same place) drops the stale tag and makes a new one. The counters
+//! (`/sys/kernel/debug/rnvme/rnvme<C>/premap`) say which path each passthrough data I/O took.
+
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use crate::io::IoData;
+use kernel::{c_str, prelude::*, str::CStr, sync::Arc, ThisModule};
+use kernel_glue::{
+    chardev::UringCmd,
+    debugfs::DebugCounters,
+    dma::{DmaPool, PoolBlock},
+    params::param_uint,
+    pci,
+    premap::PremappedBuffer,
+    sync::IrqSpinLock,
+};
+use nvme::{premap_list_entries, premap_list_pages, DmaPageTable, PremappedPages};
+
+/// `premap`: premapped tags on (1, the default) or off (0: every I/O mapped per I/O).
+static ENABLED: AtomicU32 = AtomicU32::new(1);
+/// `premap_max_tags`: tags per open file.
+static MAX_TAGS: AtomicU32 = AtomicU32::new(64);
+/// `premap_max_mb`: MiB of registered buffers premapped per open file.
+static MAX_MB: AtomicU32 = AtomicU32::new(1024);
+
+/// Reads the `premap*` module parameters (at load, before any device).
+pub(crate) fn load_params(module: &ThisModule) {
+    for (name, v) in [
+        (c_str!("premap"), &ENABLED),
+        (c_str!("premap_max_tags"), &MAX_TAGS),
+        (c_str!("premap_max_mb"), &MAX_MB),
+    ] {
+        if let Some(x) = param_uint(module, name) {
+            v.store(x, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The counters, in the order of [`NAMES`].
+#[derive(Clone, Copy)]
+pub(crate) enum Counter {
+    /// Passthrough data I/Os on a premapped tag.
+    IoPremapped,
+    /// Passthrough data I/Os mapped per I/O.
+    IoMapped,
+    /// Tags created.
+    TagsCreated,
+    /// Tags evicted from a file's cache by its bounds.
+    TagsEvicted,
+    /// Tags released (their pages unmapped and unreferenced).
+    TagsReleased,
+    /// Tags alive.
+    TagsLive,
+    /// Premapped I/Os whose PRP list was written per I/O (the list chain boundary).
+    IoPremappedListPerIo,
+    /// Cached tags found stale (their pages are not the I/O's) and dropped.
+    TagsStale,
+    /// I/Os on a registered buffer that took the per-I/O path (premap off, limits, errors).
+    IoFixedMapped,
+    /// Bytes of registered buffers held mapped by live tags.
+    TagBytesLive,
+    /// Passthrough I/O commands on a poll queue (an io_uring IOPOLL ring's; those queues have
+    /// no interrupt, so these completed by polling).
+    IoPolled,
+}
+
+/// The counter names, one per [`Counter`].
+const NAMES: [&CStr; 11] = [
+    c_str!("io_premapped"),
+    c_str!("io_mapped"),
+    c_str!("tags_created"),
+    c_str!("tags_evicted"),
+    c_str!("tags_released"),
+    c_str!("tags_live"),
+    c_str!("io_premapped_list_per_io"),
+    c_str!("tags_stale"),
+    c_str!("io_fixed_mapped"),
+    c_str!("tag_bytes_live"),
+    c_str!("io_polled"),
+];
+
+/// The premap counters of one controller (debugfs `rnvme/rnvme<C>/premap`).
+pub(crate) struct Stats {
+    counters: DebugCounters,
+}
+
+impl Stats {
+    /// Creates the counters of controller `instance`.
+    pub(crate) fn new(instance: u32) -> Result<Arc<Self>> {
+        let counters =
+            DebugCounters::new(format_args!("rnvme{}", instance), c_str!("premap"), &NAMES)?;
+        Ok(Arc::new(Self { counters }, GFP_KERNEL)?)
+    }
+
+    /// Adds `v` to counter `c`.
+    pub(crate) fn add(&self, c: Counter, v: i64) {
+        self.counters.add(c as usize, v);
+    }
+}
+
+/// A premapped registered buffer: its pages referenced and mapped, and its PRP list.
+pub(crate) struct Tag {
+    /// The pages, references and mappings.
+    buf: PremappedBuffer,
+    /// Bus address of each PRP list page.
+    list_dma: KVec<u64>,
+    /// The PRP list pages (freed on drop, after the device no longer uses them: every request
+    /// using the tag holds a reference until it ended).
+    _lists: KVec<PoolBlock>,
+    /// Least-recently-used stamp in the owning cache.
+    last_use: AtomicU64,
+    /// Counters (release is counted on drop).
+    stats: Arc<Stats>,
+}
+
+impl DmaPageTable for Tag {
+    fn dma_pages(&self) -> &[u64] {
+        self.buf.dma_pages()
+    }
+    fn first_page_offset(&self) -> u32 {
+        self.buf.buf().first_page_offset
+    }
+    fn len(&self) -> u64 {
+        self.buf.buf().len
+    }
+}
+
+impl Tag {
+    /// Premaps the registered buffer `u` names for `dev`, with its PRP list from `pool`.
+    fn new(
+        u: &UringCmd<'_>,
+        dev: &pci::Device,
+        pool: &Arc<DmaPool>,
+        stats: &Arc<Stats>,
+    ) -> Result<Arc<Self>> {
+        let buf = PremappedBuffer::new(u, dev)?;
+        let b = *buf.buf();
+        // Checked once here: every page 4 KiB aligned, the table long enough.
+        let table =
+            PremappedPages::new(buf.dma_pages(), b.first_page_offset, b.len).map_err(|_| EIO)?;
+        let n = premap_list_pages(buf.dma_pages().len());
+        let mut lists = KVec::with_capacity(n, GFP_KERNEL)?;
+        let mut list_dma = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            let p = DmaPool::alloc(pool)?;
+            list_dma.push(p.dma_handle(), GFP_KERNEL)?;
+            lists.push(p, GFP_KERNEL)?;
+        }
+        for (page, slot, v) in premap_list_entries(&table, &list_dma).map_err(|_| EINVAL)? {
+            lists
+                .get(page)
+                .ok_or(EINVAL)?
+                .write(slot * 8, &v.to_le_bytes())?;
+        }
+        stats.add(Counter::TagsCreated, 1);
+        stats.add(Counter::TagsLive, 1);
+        stats.add(Counter::TagBytesLive, buf.mapped_bytes() as i64);
+        Ok(Arc::new(
+            Self {
+                buf,
+                list_dma,
+                _lists: lists,
+                last_use: AtomicU64::new(0),
+                stats: stats.clone(),
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// The premapped pages.
+    pub(crate) fn buf(&self) -> &PremappedBuffer {
+        &self.buf
+    }
+
+    /// Bus addresses of the PRP list pages.
+    pub(crate) fn list_dma(&self) -> &[u64] {
+        &self.list_dma
+    }
+
+    /// Counts an I/O on this tag.
+    pub(crate) fn count(&self, c: Counter) {
+        self.stats.add(c, 1);
+    }
+}
+
+impl Drop for Tag {
+    fn drop(&mut self) {
+        self.stats.add(Counter::TagsReleased, 1);
+        self.stats.add(Counter::TagsLive, -1);
+        self.stats
+            .add(Counter::TagBytesLive, -(self.buf.mapped_bytes() as i64));
+    }
+}
+
+/// Slots of a file's cache.
+struct Cache {
+    slots: KVec<Option<Arc<Tag>>>,
+    bytes: u64,
+    clock: u64,
+    closed: bool,
+}
+
+/// The tags of one open file.
+pub(crate) struct FileTags {
+    cache: IrqSpinLock<Cache>,
+}
+
+/// Whether `t` was made from registration `b`.
+fn same_key(t: &Tag, b: &kernel_glue::premap::FixedBuf) -> bool {
+    let k = t.buf.buf();
+    k.id == b.id && k.ubuf == b.ubuf && k.len == b.len
+}
+
+impl FileTags {
+    /// An empty cache with the bounds of the module parameters.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        let max = MAX_TAGS.load(Ordering::Relaxed).clamp(1, 4096) as usize;
+        let slots = KVec::from_elem(None, max, GFP_KERNEL)?;
+        Ok(Arc::new(
+            Self {
+                cache: IrqSpinLock::new(Cache {
+                    slots,
+                    bytes: 0,
+                    clock: 0,
+                    closed: false,
+                })?,
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// Drops every tag and refuses new ones (file closed or controller removed). Tags are
+    /// dropped outside the lock (releasing one unmaps and unreferences its pages).
+    pub(crate) fn close(&self) {
+        self.cache.lock().closed = true;
+        while let Some(t) = self.take_one(|_| true) {
+            drop(t);
+        }
+    }
+
+    /// Takes the first tag `pick` chooses out of the cache.
+    fn take_one(&self, pick: impl Fn(&Arc<Tag>) -> bool) -> Option<Arc<Tag>> {
+        let mut c = self.cache.lock();
+        let slot = c.slots.iter_mut().find(|s| s.as_ref().is_some_and(&pick))?;
+        let t = slot.take()?;
+        c.bytes = c.bytes.saturating_sub(t.buf.mapped_bytes());
+        Some(t)
+    }
+
+    /// The cached tag for registration `b`, marked used.
+    fn lookup(&self, b: &kernel_glue::premap::FixedBuf) -> Option<Arc<Tag>> {
+        let mut c = self.cache.lock();
+        c.clock += 1;
+        let now = c.clock;
+        let t = c.slots.iter().flatten().find(|t| same_key(t, b))?.clone();
+        t.last_use.store(now, Ordering::Relaxed);
+        Some(t)
+    }
+
+    /// Removes `t` from the cache if it is there.
+    fn remove(&self, t: &Arc<Tag>) -> Option<Arc<Tag>> {
+        self.take_one(|x| Arc::ptr_eq(x, t))
+    }
+
+    /// Inserts `t`, evicting least recently used tags while the bounds are exceeded; `false`
+    /// (not inserted) when the cache is closed or `t` alone exceeds the byte bound.
+    fn insert(&self, t: &Arc<Tag>, stats: &Stats) -> bool {
+        let max_bytes = u64::from(MAX_MB.load(Ordering::Relaxed)) << 20;
+        let bytes = t.buf.mapped_bytes();
+        if bytes > max_bytes {
+            return false;
+        }
+        loop {
+            let victim = {
+                let mut c = self.cache.lock();
+                if c.closed {
+                    return false;
+                }
+                let free = c.slots.iter().position(|s| s.is_none());
+                match free {
+                    Some(i) if c.bytes + bytes <= max_bytes => {
+                        c.clock += 1;
+                        t.last_use.store(c.clock, Ordering::Relaxed);
+                        c.bytes += bytes;
+                        if let Some(s) = c.slots.get_mut(i) {
+                            *s = Some(t.clone());
+                        }
+                        return true;
+                    }
+                    _ => {
+                        // Evict the least recently used tag.
+                        let lru = c.slots.iter_mut().filter(|s| s.is_some()).min_by_key(|s| {
+                            s.as_ref()
+                                .map_or(u64::MAX, |t| t.last_use.load(Ordering::Relaxed))
+                        });
+                        let Some(v) = lru.and_then(Option::take) else {
+                            return false;
+                        };
+                        c.bytes = c.bytes.saturating_sub(v.buf.mapped_bytes());
+                        v
+                    }
+                }
+            };
+            stats.add(Counter::TagsEvicted, 1);
+            // Dropped outside the lock; in-flight requests keep their own references.
+            drop(victim);
+        }
+    }
+
+    /// The tag for an I/O of `len` bytes at user address `addr` of the registered buffer `u`
+    /// names, found or made; `None` when the I/O must take the per-I/O path (premap off, the
+    /// buffer over the bounds, or any error making the tag).
+    pub(crate) fn tag_for(
+        &self,
+        u: &UringCmd<'_>,
+        addr: u64,
+        len: u32,
+        write: bool,
+        io: &IoData,
+        stats: &Arc<Stats>,
+    ) -> Option<Arc<Tag>> {
+        if ENABLED.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let b = u.fixed_buf()?;
+        if b.nr_pages.saturating_mul(4096) > u64::from(MAX_MB.load(Ordering::Relaxed)) << 20 {
+            return None;
+        }
+        if let Some(t) = self.lookup(&b) {
+            match t.buf.covers(u, addr, len, write) {
+                Ok(true) => return Some(t),
+                Ok(false) => {
+                    // Same key, other memory: a new registration where the old one was.
+                    stats.add(Counter::TagsStale, 1);
+                    drop(self.remove(&t));
+                }
+                Err(_) => return None,
+            }
+        }
+        let t = Tag::new(u, &io.dev, &io.pool, stats).ok()?;
+        // The new tag was made from this very registration; check it like any other.
+        if !matches!(t.buf.covers(u, addr, len, write), Ok(true)) {
+            return None;
+        }
+        // Used even when the cache refuses it: the request's reference keeps it for this I/O.
+        self.insert(&t, stats);
+        Some(t)
+    }
+}
+
+/// Open files' tag caches of one controller, so its removal can release them all.
+pub(crate) struct Registry {
+    files: IrqSpinLock<KVec<Option<Arc<FileTags>>>>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self {
+            files: IrqSpinLock::new(KVec::new())?,
+        })
+    }
+
+    /// Registers `f`.
+    pub(crate) fn add(&self, f: &Arc<FileTags>) -> Result {
+        let mut g = self.files.lock();
+        if let Some(s) = g.iter_mut().find(|s| s.is_none()) {
+            *s = Some(f.clone());
+            return Ok(());
+        }
+        // GFP_ATOMIC: under a spinlock.
+        g.push(Some(f.clone()), GFP_ATOMIC)?;
+        Ok(())
+    }
+
+    /// Removes `f`.
+    pub(crate) fn remove(&self, f: &Arc<FileTags>) {
+        let t = {
+            let mut g = self.files.lock();
+            g.iter_mut()
+                .find(|s| s.as_ref().is_some_and(|x| Arc::ptr_eq(x, f)))
+                .and_then(Option::take)
+        };
+        drop(t);
+    }
+
+    /// Closes every registered file's cache (controller removal, after the last call left).
+    pub(crate) fn close_all(&self) {
+        loop {
+            let f = {
+                let mut g = self.files.lock();
+                g.iter_mut().find(|s| s.is_some()).and_then(Option::take)
+            };
+            match f {
+                Some(f) => f.close(),
+                None => return,
+            }
+        }
+    }
+}
