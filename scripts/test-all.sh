@@ -53,6 +53,12 @@ if [ "${RNVME_SKIP_QEMU:-0}" != 1 ]; then
     # char devices (nvme-cli against the C driver, io_uring_cmd fio, hostile ioctls:
     # 50-rnvme-passthru.sh), on the four-controller proof topology.
     stage "rnvme driver + passthrough guest tests (normal kernel)" scripts/test-driver.sh normal
+    # Issue #10: faults under fio load (hot-unplug + re-plug through the QEMU monitor, injected
+    # and real timeouts, allocation failures in probe and I/O, rmmod under load) and
+    # acknowledged writes surviving a QEMU kill (two boots on one image), on both kernels; the
+    # debug kernel scans kmemleak after every fault (scripts/test-faults.sh).
+    stage "rnvme fault tests (normal kernel)" scripts/test-faults.sh normal
+    stage "rnvme fault tests (debug kernel)" scripts/test-faults.sh debug
 fi
 
 echo
