@@ -155,8 +155,9 @@ selftest_initramfs_args() {
 }
 
 # Builds rnvme.ko for variant $1 and sets the array DRIVER_ARGS to the mkinitramfs options that
-# put it into a guest (/lib/modules/extra/rnvme.ko) with its basic guest test
-# (tests/qemu/guest-tests/20-rnvme-basic.sh). Runs in the caller's shell, like
+# put it into a guest (/lib/modules/extra/rnvme.ko) with its guest tests
+# (tests/qemu/guest-tests/20-rnvme-basic.sh, 50-rnvme-passthru.sh, 52-rnvme-premap.sh,
+# 53-rnvme-stress.sh, 54-rnvme-fuzz.sh) and their static helpers. Runs in the caller's shell, like
 # selftest_initramfs_args.
 driver_initramfs_args() {
     local variant=$1 ko gt="$RNVME_REPO/tests/qemu/guest-tests"
@@ -171,4 +172,13 @@ driver_initramfs_args() {
     # Premapped DMA tags for registered buffers (issue 8): fio with fixedbufs=0/1 and the
     # debugfs counters that say which path each I/O took.
     DRIVER_ARGS+=(--test "$gt/52-rnvme-premap.sh")
+    # Registered-buffer stress (issue 8) and char-device fuzzing (issue 10): static helpers on
+    # raw io_uring system calls (raw-uring.h) and their tests.
+    local h
+    for h in premap-stress chardev-fuzz; do
+        cc -static -O2 -Wall -Werror -o "$RNVME_WORK/$h" "$gt/$h.c" ||
+            die "$h.c did not build (needs a static libc: libc6-dev)"
+        DRIVER_ARGS+=(--add "$RNVME_WORK/$h:/usr/bin/$h")
+    done
+    DRIVER_ARGS+=(--test "$gt/53-rnvme-stress.sh" --test "$gt/54-rnvme-fuzz.sh")
 }
