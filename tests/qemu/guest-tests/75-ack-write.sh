@@ -13,7 +13,11 @@
 run="${rnvme_ack_run:-1}"
 fault_setup || exit 1
 # The kill skips /init's final checks: report earlier kernel problems now (same patterns).
-if dmesg | grep -E 'BUG:|WARNING:|Oops|KASAN|possible circular locking|possible recursive locking|inconsistent lock state|sleeping function called from invalid context|UBSAN|Call Trace:'; then
+bad='BUG:|WARNING:|Oops|KASAN|possible circular locking|possible recursive locking|inconsistent lock state|sleeping function called from invalid context|UBSAN|Call Trace:'
+if dmesg | grep -qE "$bad"; then
+    # With the lines before each report (its header: a hung task, a stall, an allocation
+    # failure...), which the console's log level hides.
+    dmesg | grep -B 12 -A 24 -E "$bad" | head -n 150 | sed 's/^/dmesg: /'
     fail "ack-write-kernel-log-before-kill"
 fi
 # Blocks [10240, 10496) = [40 MiB, 41 MiB) of the 64 MiB namespace.
