@@ -188,7 +188,14 @@ if [ -e /sys/block/$d/queue/io_timeout ] && [ -w "$cfg" ]; then
         --ioengine=libaio --iodepth=16 --rw=randwrite --verify=crc32c --do_verify=1 \
         --verify_fatal=1 --loops=2 > /tmp/reset-fio.out 2>&1 &
     fpid=$!
-    sleep 2
+    # Bus mastering goes off only once fio's writes are flowing (on the debug kernel fio can
+    # take seconds to start; with nothing in flight there is nothing to get stuck).
+    w0=$(awk '{print $5}' /sys/block/$d/stat)
+    n=0
+    while [ "$(awk '{print $5}' /sys/block/$d/stat)" = "$w0" ] && kill -0 "$fpid" 2>/dev/null &&
+        [ "$n" -lt 600 ]; do
+        usleep 100000; n=$((n + 1))
+    done
     printf "\\$(printf '%03o' $((cmd & ~4)))" | dd of="$cfg" bs=1 seek=4 count=1 conv=notrunc 2>/dev/null
     echo "bus mastering off ($b0: command byte $cmd -> $((cmd & ~4)))"
     sleep 2
