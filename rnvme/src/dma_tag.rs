@@ -199,7 +199,13 @@ pub fn build_prps_from_tag<T: DmaPageTable + ?Sized>(
     lists: &mut PrpLists<'_>,
 ) -> Result<Prps, DptrError> {
     let r = resolve(table, range)?;
-    let pages = table.dma_pages();
+    let (prp1, rest) = first_prp(table.dma_pages(), &r)?;
+    build_prps_from_pages(prp1, rest, r.first + 1, lists)
+}
+
+/// PRP1 of resolved range `r` of `pages` (the first page's address plus the offset inside it,
+/// checked page- and dword-aligned) and the addresses of the range's other pages.
+pub(crate) fn first_prp<'a>(pages: &'a [u64], r: &Resolved) -> Result<(u64, &'a [u64]), DptrError> {
     let first_page = *pages
         .get(r.first)
         .ok_or(DptrError::TagTable { index: r.first })?;
@@ -215,7 +221,7 @@ pub fn build_prps_from_tag<T: DmaPageTable + ?Sized>(
     let rest = pages
         .get(rest_index..r.first + r.nr_pages)
         .ok_or(DptrError::TagTable { index: rest_index })?;
-    build_prps_from_pages(prp1, rest, rest_index, lists)
+    Ok((prp1, rest))
 }
 
 /// The DMA segments of `range` of a premapped buffer, one per run of bus-contiguous pages.

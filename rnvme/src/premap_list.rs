@@ -20,7 +20,7 @@
 //! [`PremapPrps::PerIoList`]: the I/O's entries, to be copied into a list page of its own (no
 //! mapping, no pinning: they come from the page table).
 
-use crate::dma_tag::resolve;
+use crate::dma_tag::{first_prp, resolve};
 use crate::dptr::CTRL_PAGE_MASK;
 use crate::{DmaPageTable, DptrError, TagRange, PRPS_PER_PAGE};
 
@@ -189,20 +189,7 @@ pub fn premap_prps<'a, T: DmaPageTable + ?Sized>(
             available: list_dma.len(),
         });
     }
-    let first_page = *pages
-        .get(r.first)
-        .ok_or(DptrError::TagTable { index: r.first })?;
-    if first_page & CTRL_PAGE_MASK != 0 {
-        return Err(DptrError::TagTable { index: r.first });
-    }
-    let prp1 = first_page + r.in_page;
-    if prp1 & 3 != 0 {
-        return Err(DptrError::FirstNotDwordAligned { addr: prp1 });
-    }
-    // resolve checked `first + nr_pages <= pages.len()`.
-    let rest = pages
-        .get(r.first + 1..r.first + r.nr_pages)
-        .ok_or(DptrError::TagTable { index: r.first })?;
+    let (prp1, rest) = first_prp(pages, &r)?;
     if let Some(i) = rest.iter().position(|a| a & CTRL_PAGE_MASK != 0) {
         return Err(DptrError::TagTable {
             index: r.first + 1 + i,

@@ -177,24 +177,9 @@ impl<T: Operations> TagSet<T> {
     /// The request may be idle or belong to another submission than the caller expects: the
     /// caller checks (e.g. a command id generation in [`Operations::Shared`]).
     pub fn tag_to_rq(&self, hctx_idx: u32, tag: u32) -> Option<&Request<T>> {
-        let raw = self.raw();
-        // SAFETY: our live tag set (type invariant); `tags` has `nr_hw_queues` entries.
-        let tags = unsafe {
-            if hctx_idx >= (*raw).nr_hw_queues || (*raw).tags.is_null() {
-                return None;
-            }
-            *(*raw).tags.add(hctx_idx as usize)
-        };
-        if tags.is_null() {
-            return None;
-        }
-        // SAFETY: `tags` is a live tag map of this set; the helper range-checks `tag`.
-        let rq = unsafe { helpers::rnvme_glue_blk_mq_tag_to_rq(tags, tag) };
-        if rq.is_null() {
-            return None;
-        }
-        // SAFETY: requests of a tag map live as long as the tag set, which `&self` keeps.
-        Some(unsafe { Request::from_raw(rq) })
+        // SAFETY: `self.raw()` is our live tag set (type invariant), alive while `self` is
+        // borrowed.
+        unsafe { TagSetRef::from_raw(self.raw()) }?.tag_to_rq(hctx_idx, tag)
     }
 }
 
