@@ -277,6 +277,17 @@ bool rnvme_glue_blk_should_fake_timeout(struct request *rq)
 	return blk_should_fake_timeout(rq->q);
 }
 
+bool rnvme_glue_blk_mq_complete_batched(struct request *rq, struct io_comp_batch *iob,
+					bool is_error, void (*complete)(struct io_comp_batch *iob))
+{
+	if (blk_mq_complete_request_remote(rq))
+		return false;
+	if (blk_mq_add_to_batch(rq, iob, is_error, complete))
+		return true;
+	rq->q->mq_ops->complete(rq);
+	return false;
+}
+
 struct request *rnvme_glue_blk_mq_tag_to_rq(struct blk_mq_tags *tags, unsigned int tag)
 {
 	return blk_mq_tag_to_rq(tags, tag);

@@ -17,6 +17,7 @@ struct blk_mq_tags;
 struct device;
 struct dma_pool;
 struct gendisk;
+struct io_comp_batch;
 struct mutex;
 struct page;
 struct pci_dev;
@@ -103,6 +104,15 @@ void *rnvme_glue_blk_mq_rq_to_pdu(struct request *rq);
 struct request *rnvme_glue_blk_mq_rq_from_pdu(void *pdu);
 /* blk_should_fake_timeout(): fault injection (fail_io_timeout) asks to drop this completion. */
 bool rnvme_glue_blk_should_fake_timeout(struct request *rq);
+/*
+ * blk_mq_complete_request() with a completion batch, as nvme_handle_cqe() does in
+ * drivers/nvme/host/pci.c: unless blk-mq completes `rq` on another CPU
+ * (blk_mq_complete_request_remote()), adds it to `iob` (blk_mq_add_to_batch(rq, iob, is_error,
+ * complete); `iob` may be NULL) or, when it cannot be batched, calls the queue's ->complete()
+ * here. Returns true when `rq` was added to the batch.
+ */
+bool rnvme_glue_blk_mq_complete_batched(struct request *rq, struct io_comp_batch *iob,
+					bool is_error, void (*complete)(struct io_comp_batch *iob));
 /* blk_mq_tag_to_rq(): NULL when `tag` is out of range or has no request. */
 struct request *rnvme_glue_blk_mq_tag_to_rq(struct blk_mq_tags *tags, unsigned int tag);
 /*

@@ -193,9 +193,19 @@ void rnvme_glue_dma_sync_pages(struct device *dev, const u64 *dma, u64 n, u64 po
 static DEFINE_MUTEX(rnvme_debugfs_lock);
 static struct dentry *rnvme_debugfs_root;
 static unsigned int rnvme_debugfs_users;
+/* The directories under rnvme/, each shared by the counter files in it (under the lock). */
+static LIST_HEAD(rnvme_debugfs_dirs);
+
+struct rnvme_debugfs_dir {
+	struct list_head node;
+	struct dentry *dentry;
+	unsigned int users;
+	char name[32];
+};
 
 struct rnvme_counters {
-	struct dentry *dir;
+	struct rnvme_debugfs_dir *dir;
+	struct dentry *file;
 	const char *const *names;
 	u32 n;
 	atomic64_t v[];
@@ -212,6 +222,40 @@ static int rnvme_counters_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(rnvme_counters);
 
+/* The directory `name` under rnvme/, created on first use; one more user. Under the lock. */
+static struct rnvme_debugfs_dir *rnvme_debugfs_dir_get(const char *name)
+{
+	struct rnvme_debugfs_dir *d;
+
+	list_for_each_entry(d, &rnvme_debugfs_dirs, node) {
+		if (!strcmp(d->name, name)) {
+			d->users++;
+			return d;
+		}
+	}
+	d = kzalloc(sizeof(*d), GFP_KERNEL);
+	if (!d)
+		return NULL;
+	if (strscpy(d->name, name, sizeof(d->name)) < 0) {
+		kfree(d);
+		return NULL;
+	}
+	d->dentry = debugfs_create_dir(name, rnvme_debugfs_root);
+	d->users = 1;
+	list_add(&d->node, &rnvme_debugfs_dirs);
+	return d;
+}
+
+/* One user less; the last one removes the directory. Under the lock. */
+static void rnvme_debugfs_dir_put(struct rnvme_debugfs_dir *d)
+{
+	if (--d->users)
+		return;
+	list_del(&d->node);
+	debugfs_remove(d->dentry);
+	kfree(d);
+}
+
 void *rnvme_glue_debugfs_counters_create(const char *dir, const char *file,
 					 const char *const *names, u32 n)
 {
@@ -224,9 +268,18 @@ void *rnvme_glue_debugfs_counters_create(const char *dir, const char *file,
 	mutex_lock(&rnvme_debugfs_lock);
 	if (!rnvme_debugfs_users)
 		rnvme_debugfs_root = debugfs_create_dir("rnvme", NULL);
+	c->dir = rnvme_debugfs_dir_get(dir);
+	if (!c->dir) {
+		if (!rnvme_debugfs_users) {
+			debugfs_remove(rnvme_debugfs_root);
+			rnvme_debugfs_root = NULL;
+		}
+		mutex_unlock(&rnvme_debugfs_lock);
+		kfree(c);
+		return NULL;
+	}
 	rnvme_debugfs_users++;
-	c->dir = debugfs_create_dir(dir, rnvme_debugfs_root);
-	debugfs_create_file(file, 0444, c->dir, c, &rnvme_counters_fops);
+	c->file = debugfs_create_file(file, 0444, c->dir->dentry, c, &rnvme_counters_fops);
 	mutex_unlock(&rnvme_debugfs_lock);
 	return c;
 }
@@ -252,7 +305,8 @@ void rnvme_glue_debugfs_counters_destroy(void *p)
 
 	mutex_lock(&rnvme_debugfs_lock);
 	/* debugfs_remove() waits until no reader is inside the file's operations. */
-	debugfs_remove(c->dir);
+	debugfs_remove(c->file);
+	rnvme_debugfs_dir_put(c->dir);
 	if (!--rnvme_debugfs_users) {
 		debugfs_remove(rnvme_debugfs_root);
 		rnvme_debugfs_root = NULL;

@@ -64,8 +64,9 @@ void rnvme_glue_dma_sync_pages(struct device *dev, const u64 *dma, u64 n, u64 po
 /*
  * n 64-bit counters named names[0..n) (static strings) shown as one "name value" line each in
  * /sys/kernel/debug/rnvme/<dir>/<file>. The directory rnvme/ is shared by every such file and
- * removed with the last. Returns a handle, or NULL when out of memory (a debugfs failure only
- * leaves the file out).
+ * removed with the last; so is rnvme/<dir> by the files in it (e.g. a controller's premap and
+ * batch counters). Returns a handle, or NULL when out of memory (a debugfs failure only leaves
+ * the file out).
  */
 void *rnvme_glue_debugfs_counters_create(const char *dir, const char *file,
 					 const char *const *names, u32 n);

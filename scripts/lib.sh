@@ -181,4 +181,7 @@ driver_initramfs_args() {
         DRIVER_ARGS+=(--add "$RNVME_WORK/$h:/usr/bin/$h")
     done
     DRIVER_ARGS+=(--test "$gt/53-rnvme-stress.sh" --test "$gt/54-rnvme-fuzz.sh")
+    # Batched submissions (queue_rqs) and completions (io_comp_batch) under fio QD32 and IOPOLL
+    # (issue 9), checked with the driver's debugfs counters and the disk's own statistics.
+    DRIVER_ARGS+=(--test "$gt/57-rnvme-batch.sh")
 }

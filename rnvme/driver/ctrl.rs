@@ -241,6 +241,7 @@ impl Controller {
                 resets: AtomicU32::new(0),
                 sgls: idc.supports_sgls(),
                 sgl_threshold: params.sgl_threshold,
+                batch_stats: crate::batch_stats::BatchStats::new(instance.0)?,
             },
             GFP_KERNEL,
         )?;

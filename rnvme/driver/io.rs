@@ -10,7 +10,10 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use bvec::Bvec;
 use kernel::{prelude::*, sync::Arc};
 use kernel_glue::{
-    block::mq::{HwQueue, Op, Operations, OwnedRequest, Request, TagSet, TimeoutAction},
+    block::mq::{
+        CompBatch, HwQueue, LocalCompBatch, Op, Operations, OwnedRequest, Request, RqList, TagSet,
+        TimeoutAction,
+    },
     dma::{Direction, DmaPool, Mapping, PoolBlock},
     error::BlkStatus,
     irq::{Handler, IrqReturn},
@@ -20,8 +23,9 @@ use nvme::{DsmRange, SglPolicy, SubmissionEntry, DSM_MAX_RANGES};
 
 use crate::{
     admin::Admin,
+    batch_stats::{BatchStats, Counter},
     dptr,
-    queue::{Done, Queue},
+    queue::{Done, Queue, SubmitError},
     ratelimit::warn_limited,
 };
 
@@ -55,6 +59,8 @@ pub(crate) struct IoData {
     pub(crate) sgls: bool,
     /// Average segment size from which SGLs are used (0: never).
     pub(crate) sgl_threshold: u32,
+    /// Batched submission and completion counters (debugfs `rnvme/rnvme<C>/batch`).
+    pub(crate) batch_stats: BatchStats,
 }
 
 /// Per-request state the completion and timeout paths share.
@@ -77,16 +83,41 @@ pub(crate) struct RqShared {
     retries: AtomicU8,
 }
 
+/// How [`RqShared::complete`] completed a request.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Completed {
+    /// Another path already completes this submission.
+    Not,
+    /// Through `blk_mq_complete_request()` ([`Operations::complete`]).
+    Single,
+    /// Into a completion batch ([`Operations::end_batched`]).
+    Batched,
+}
+
 impl RqShared {
-    /// Completes `rq` with `status` unless another path already did.
-    fn complete(rq: &Request<IoOps>, status: u8) -> bool {
+    /// Completes `rq` with `status` unless another path already did; into `batch` when there
+    /// is one and blk-mq allows it (`nvme_handle_cqe()`: `blk_mq_add_to_batch()` unless the
+    /// request failed). Passthrough requests are never batched: their `end_io` takes the
+    /// status from blk-mq, and a batch ends every request with 0.
+    fn complete(rq: &Request<IoOps>, status: u8, batch: Option<&mut CompBatch<'_>>) -> Completed {
         let sh = rq.shared();
         if sh.completing.swap(true, Ordering::AcqRel) {
-            return false;
+            return Completed::Not;
         }
         sh.status.store(status, Ordering::Relaxed);
-        rq.complete();
-        true
+        match batch {
+            Some(b) if !matches!(rq.op(), Op::Other(_)) => {
+                if rq.complete_batched(Some(b), status != BlkStatus::OK.as_raw()) {
+                    Completed::Batched
+                } else {
+                    Completed::Single
+                }
+            }
+            _ => {
+                rq.complete();
+                Completed::Single
+            }
+        }
     }
 
     /// Completes `rq`, whose command the disabled controller will never complete, as aborted
@@ -105,7 +136,17 @@ impl RqShared {
     }
 }
 
-/// Per-request state owned by the request's owner: what must live until completion.
+/// Per-request state owned by the request's owner: the resources of its command, and the
+/// command itself between its preparation and its submission in a `queue_rqs` batch (the C
+/// driver keeps it in `nvme_iod::cmd`).
+pub(crate) struct IoOwned {
+    /// What must live until completion (released on drop).
+    _res: RqOwned,
+    /// The prepared command, until a batch writes it into the ring.
+    sqe: Option<SubmissionEntry>,
+}
+
+/// The resources of a request's command: what must live until completion.
 pub(crate) struct RqOwned {
     /// The data segments' DMA mappings (unmapped on drop), on the heap: the table is 2 KiB and
     /// `queue_rq`'s stack frame must stay small (issue 7: 8.9 KiB when it was held by value).
@@ -282,17 +323,85 @@ impl IoOps {
         }
     }
 
+    /// Prepares `rq` for a submission (`nvme_prep_rq()`): builds its command, keeps the
+    /// resources it needs in the PDU and resets the per-submission state. Returns the tag and
+    /// the command; on `Err` the request holds nothing.
+    fn prep(
+        data: &IoData,
+        rq: &mut OwnedRequest<Self>,
+    ) -> Result<(u16, SubmissionEntry), BlkStatus> {
+        let tag = rq
+            .tag()
+            .and_then(|t| u16::try_from(t).ok())
+            .ok_or(BlkStatus::IOERR)?;
+        let (cmd, res) = Self::prepare(data, rq)?;
+        let sh = rq.shared();
+        sh.status.store(BlkStatus::OK.as_raw(), Ordering::Relaxed);
+        // A new submission: whoever sees its completion first completes it.
+        sh.completing.store(false, Ordering::Relaxed);
+        sh.aborted.store(false, Ordering::Relaxed);
+        *rq.owned_mut() = Some(IoOwned {
+            _res: res,
+            sqe: None,
+        });
+        Ok((tag, cmd))
+    }
+
+    /// Writes the commands of `submit`, prepared requests of hardware queue `hctx_idx`, under
+    /// one hold of the queue's lock and rings its doorbell once (`nvme_submit_cmds()`). A
+    /// request whose command cannot be written is released, left unstarted and put on
+    /// `requeue`. Returns how many were started.
+    fn submit_list(
+        data: &IoData,
+        hctx_idx: u32,
+        submit: &mut RqList<Self>,
+        requeue: &mut RqList<Self>,
+    ) -> u32 {
+        let Some(q) = data.queues.get(hctx_idx as usize) else {
+            while let Some(mut rq) = submit.pop() {
+                *rq.owned_mut() = None;
+                requeue.push_tail(rq);
+            }
+            return 0;
+        };
+        let mut batch = q.batch();
+        while let Some(mut rq) = submit.pop() {
+            let tag = rq.tag().and_then(|t| u16::try_from(t).ok());
+            let cmd = rq.owned_mut().as_mut().and_then(|o| o.sqe.take());
+            let pushed = match (tag, cmd) {
+                (Some(tag), Some(mut cmd)) => batch.push(tag, &mut cmd),
+                _ => Err(SubmitError::Cid),
+            };
+            match pushed {
+                Ok(()) => {
+                    // In the ring, but invisible to the controller until the batch rings the
+                    // doorbell: start it first, as `queue_rq` does.
+                    rq.start();
+                    rq.submit();
+                }
+                Err(e) => {
+                    // Not started, nothing held: blk-mq sends it to `queue_rq`.
+                    *rq.owned_mut() = None;
+                    warn_limited!("queue {}: batch submit failed: {:?}\n", q.qid(), e);
+                    requeue.push_tail(rq);
+                }
+            }
+        }
+        batch.pushed()
+    }
+
     /// Completes the requests of `hctx_idx`'s queue whose completions are posted, finding
-    /// them by tag with `lookup`; returns how many.
+    /// them by tag with `lookup`, into `batch` where possible; returns how many.
     pub(crate) fn process<'a>(
         data: &IoData,
         hctx_idx: u32,
         lookup: impl Fn(u32) -> Option<&'a Request<IoOps>>,
+        mut batch: Option<&mut CompBatch<'_>>,
     ) -> u32 {
         let Some(q) = data.queues.get(hctx_idx as usize) else {
             return 0;
         };
-        let mut total = 0u32;
+        let (mut batched, mut single) = (0u32, 0u32);
         loop {
             let mut done = [Done::EMPTY; 16];
             let n = q.drain(&mut done);
@@ -310,12 +419,16 @@ impl IoOps {
                     continue;
                 }
                 // The command id table let this tag through once per submission.
-                if RqShared::complete(rq, status.value()) {
-                    total += 1;
+                match RqShared::complete(rq, status.value(), batch.as_deref_mut()) {
+                    Completed::Batched => batched += 1,
+                    Completed::Single => single += 1,
+                    Completed::Not => {}
                 }
             }
             if n < done.len() {
-                return total;
+                data.batch_stats.add(Counter::CompletionsBatched, batched);
+                data.batch_stats.add(Counter::CompletionsSingle, single);
+                return batched + single;
             }
         }
     }
@@ -325,7 +438,7 @@ impl Operations for IoOps {
     type Data = IoData;
     type QueueData = Namespace;
     type Shared = RqShared;
-    type Owned = RqOwned;
+    type Owned = IoOwned;
 
     fn queue_rq(
         data: &IoData,
@@ -337,17 +450,7 @@ impl Operations for IoOps {
             return Err(BlkStatus::IOERR);
         }
         let q = data.queues.get(hctx_idx as usize).ok_or(BlkStatus::IOERR)?;
-        let tag = rq
-            .tag()
-            .and_then(|t| u16::try_from(t).ok())
-            .ok_or(BlkStatus::IOERR)?;
-        let (mut cmd, owned) = Self::prepare(data, &rq)?;
-        let sh = rq.shared();
-        sh.status.store(BlkStatus::OK.as_raw(), Ordering::Relaxed);
-        // A new submission: whoever sees its completion first completes it.
-        sh.completing.store(false, Ordering::Relaxed);
-        sh.aborted.store(false, Ordering::Relaxed);
-        *rq.owned_mut() = Some(owned);
+        let (tag, mut cmd) = Self::prep(data, &mut rq)?;
         rq.start();
         if let Err(e) = q.submit(tag, &mut cmd, last) {
             // Not submitted: release the mappings before blk-mq ends or requeues it.
@@ -363,6 +466,53 @@ impl Operations for IoOps {
         if let Some(q) = data.queues.get(hctx_idx as usize) {
             q.commit();
         }
+    }
+
+    fn queue_rqs(data: &IoData, list: &mut RqList<Self>) {
+        // `nvme_queue_rqs()`: prepare each request outside the queue's lock, then write the
+        // commands of each run of requests for one hardware queue under one lock hold with
+        // one doorbell; what cannot be prepared or written goes back for `queue_rq`.
+        let mut submit = RqList::new();
+        let mut requeue = RqList::new();
+        let mut cur: Option<u32> = None;
+        let (mut started, mut batches) = (0u32, 0u32);
+        while let Some(mut rq) = list.pop() {
+            let idx = rq.hctx_idx();
+            if let Some(c) = cur.filter(|&c| Some(c) != idx) {
+                started += Self::submit_list(data, c, &mut submit, &mut requeue);
+                batches += 1;
+            }
+            cur = idx;
+            // A dead controller or no queue: `queue_rq` fails the request.
+            if data.admin.is_dead() || idx.and_then(|i| data.queues.get(i as usize)).is_none() {
+                requeue.push_tail(rq);
+                continue;
+            }
+            match Self::prep(data, &mut rq) {
+                Ok((_, cmd)) => {
+                    if let Some(o) = rq.owned_mut().as_mut() {
+                        o.sqe = Some(cmd);
+                    }
+                    submit.push_tail(rq);
+                }
+                // Nothing held: `queue_rq` prepares it again and returns the status.
+                Err(_) => requeue.push_tail(rq),
+            }
+        }
+        if let Some(c) = cur {
+            started += Self::submit_list(data, c, &mut submit, &mut requeue);
+            batches += 1;
+        }
+        let mut left = 0u32;
+        while let Some(rq) = requeue.pop() {
+            list.push_tail(rq);
+            left += 1;
+        }
+        let st = &data.batch_stats;
+        st.add(Counter::QueueRqsCalls, 1);
+        st.add(Counter::QueueRqsStarted, started);
+        st.add(Counter::QueueRqsRequeued, left);
+        st.add(Counter::SqBatches, batches);
     }
 
     fn complete(_data: &IoData, mut rq: OwnedRequest<Self>) {
@@ -397,15 +547,15 @@ impl Operations for IoOps {
         let Ok(tag) = u16::try_from(tag) else {
             return TimeoutAction::ResetTimer;
         };
-        // A missed interrupt? Reap what the queue has.
+        // A missed interrupt? Reap what the queue has (one by one, no batch).
         if let Some(hw) = rq.hw_queue() {
-            Self::process(data, hctx, |t| hw.tag_to_rq(t));
+            Self::process(data, hctx, |t| hw.tag_to_rq(t), None);
         }
         if !q.is_in_flight(tag) {
             // The device completed the command (its completion was reaped, possibly dropped by
             // fault injection): end the request with the status it got.
             let status = rq.shared().status.load(Ordering::Relaxed);
-            RqShared::complete(rq, status);
+            RqShared::complete(rq, status, None);
             return TimeoutAction::Done;
         }
         match data.admin.state() {
@@ -415,7 +565,7 @@ impl Operations for IoOps {
             nvme::CtrlState::Dead => {
                 // Disabled: the command will never complete.
                 if q.cancel(tag) {
-                    RqShared::complete(rq, BlkStatus::TIMEOUT.as_raw());
+                    RqShared::complete(rq, BlkStatus::TIMEOUT.as_raw(), None);
                 }
                 return TimeoutAction::Done;
             }
@@ -452,13 +602,25 @@ impl Operations for IoOps {
         // flight (same command id): fail the request. (After a reset the tag may already carry
         // the request's next submission, which must not be touched.)
         if data.admin.is_dead() && cid.is_some() && q.cid_of(tag) == cid && q.cancel(tag) {
-            RqShared::complete(rq, BlkStatus::TIMEOUT.as_raw());
+            RqShared::complete(rq, BlkStatus::TIMEOUT.as_raw(), None);
         }
         TimeoutAction::Done
     }
 
-    fn poll(data: &IoData, hctx_idx: u32, hctx: &HwQueue<'_, Self>) -> u32 {
-        Self::process(data, hctx_idx, |tag| hctx.tag_to_rq(tag))
+    fn end_batched(_data: &IoData, rq: &mut OwnedRequest<Self>) {
+        // Unmap and free first (`nvme_pci_unmap_rq()` in `nvme_pci_complete_batch()`); a
+        // batched request completed without error and was not cancelled: nothing to retry.
+        *rq.owned_mut() = None;
+        rq.shared().retries.store(0, Ordering::Relaxed);
+    }
+
+    fn poll(
+        data: &IoData,
+        hctx_idx: u32,
+        hctx: &HwQueue<'_, Self>,
+        batch: Option<&mut CompBatch<'_>>,
+    ) -> u32 {
+        Self::process(data, hctx_idx, |tag| hctx.tag_to_rq(tag), batch)
     }
 }
 
@@ -485,9 +647,16 @@ impl Handler for QueueIrq {
                 return IrqReturn::None;
             }
         }
-        IoOps::process(self.set.data(), self.hctx_idx, |tag| {
-            self.set.tag_to_rq(self.hctx_idx, tag)
-        });
+        // `nvme_irq()`: the requests completed here are ended together when `batch` drops,
+        // after the queue's lock was released.
+        let mut batch = LocalCompBatch::new();
+        IoOps::process(
+            self.set.data(),
+            self.hctx_idx,
+            |tag| self.set.tag_to_rq(self.hctx_idx, tag),
+            Some(&mut batch.batch()),
+        );
+        drop(batch);
         IrqReturn::Handled
     }
 }

@@ -27,6 +27,7 @@ use kernel_glue::{
 };
 
 mod admin;
+mod batch_stats;
 mod ctrl;
 mod dptr;
 mod io;

@@ -15,7 +15,12 @@ use core::sync::atomic::{compiler_fence, fence, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
 use crate::ratelimit::warn_limited;
-use kernel_glue::{dma::CoherentAllocation, io::Bar, pci, sync::IrqSpinLock};
+use kernel_glue::{
+    dma::CoherentAllocation,
+    io::Bar,
+    pci,
+    sync::{IrqSpinLock, IrqSpinLockGuard},
+};
 use nvme::{
     CidTable, CompletionEntry, CompletionMemory, CompletionQueue, DbbufLayout, Doorbells,
     ShadowDoorbell, ShadowMemory, Status, SubmissionEntry, SubmissionMemory, SubmissionQueue,
@@ -337,6 +342,16 @@ impl Queue {
         last: bool,
     ) -> Result<(), SubmitError> {
         let mut r = self.rings.lock();
+        self.push(&mut r, tag, cmd)?;
+        if last {
+            self.ring_sq(&mut r);
+        }
+        Ok(())
+    }
+
+    /// Writes `cmd` for `tag` into the ring without publishing the tail; on `Err` nothing
+    /// was written.
+    fn push(&self, r: &mut Rings, tag: u16, cmd: &mut SubmissionEntry) -> Result<(), SubmitError> {
         if r.sq.is_full() {
             return Err(SubmitError::Full);
         }
@@ -346,10 +361,17 @@ impl Queue {
             r.cids.cancel(tag);
             return Err(SubmitError::Full);
         }
-        if last {
-            self.ring_sq(&mut r);
-        }
         Ok(())
+    }
+
+    /// Starts a batch of submissions (`nvme_submit_cmds()`): the queue stays locked until the
+    /// batch drops, which rings the doorbell once for all its commands.
+    pub(crate) fn batch(&self) -> SqBatch<'_> {
+        SqBatch {
+            q: self,
+            r: self.rings.lock(),
+            pushed: 0,
+        }
     }
 
     /// Rings the submission doorbell for entries pushed without `last`.
@@ -432,5 +454,37 @@ impl Queue {
     /// complete); returns whether it was.
     pub(crate) fn cancel(&self, tag: u16) -> bool {
         self.rings.lock().cids.cancel(tag)
+    }
+}
+
+/// Submissions to one queue under one hold of its lock, with one doorbell write (through the
+/// shadow doorbell when there is one) when it drops, if anything was pushed.
+pub(crate) struct SqBatch<'a> {
+    q: &'a Queue,
+    r: IrqSpinLockGuard<'a, Rings>,
+    pushed: u32,
+}
+
+impl SqBatch<'_> {
+    /// Writes `cmd` for blk-mq tag `tag` into the ring (command id from the tag and its next
+    /// generation), as [`Queue::submit`] does without `last`. The controller sees it once the
+    /// batch drops; on `Err` nothing was written.
+    pub(crate) fn push(&mut self, tag: u16, cmd: &mut SubmissionEntry) -> Result<(), SubmitError> {
+        self.q.push(&mut self.r, tag, cmd)?;
+        self.pushed += 1;
+        Ok(())
+    }
+
+    /// Commands pushed so far.
+    pub(crate) fn pushed(&self) -> u32 {
+        self.pushed
+    }
+}
+
+impl Drop for SqBatch<'_> {
+    fn drop(&mut self) {
+        if self.pushed > 0 {
+            self.q.ring_sq(&mut self.r);
+        }
     }
 }

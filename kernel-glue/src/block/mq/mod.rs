@@ -13,14 +13,19 @@
 //!
 //! Differences from `rust/kernel/block/mq` of Linux 6.12: a driver PDU (6.12 has none), a
 //! working `complete` callback, `timeout`, `map_queues` on the device's interrupt affinity
-//! (`blk_mq_map_hw_queues`), and tag to request lookup for completion queues.
+//! (`blk_mq_map_hw_queues`), tag to request lookup for completion queues, `queue_rqs` on a
+//! [`RqList`], and completion batches ([`CompBatch`]).
 
+mod comp_batch;
 mod gen_disk;
 mod operations;
 mod request;
+mod rq_list;
 mod tag_set;
 
+pub use comp_batch::{CompBatch, LocalCompBatch};
 pub use gen_disk::{GenDisk, QueueLimits};
 pub use operations::{Operations, TimeoutAction};
 pub use request::{Op, OwnedRequest, Request};
+pub use rq_list::RqList;
 pub use tag_set::{HwQueue, QueueMap, TagSet, TagSetRef};

@@ -8,7 +8,7 @@ use core::marker::PhantomData;
 
 use kernel::bindings;
 
-use super::{request::Pdu, HwQueue, OwnedRequest, Request, TagSet};
+use super::{request::Pdu, CompBatch, HwQueue, OwnedRequest, Request, RqList, TagSet};
 use crate::error::BlkStatus;
 
 /// What a timed-out request needs (`enum blk_eh_timer_return`).
@@ -48,15 +48,33 @@ pub trait Operations: Sized + 'static {
     /// Rings the doorbell of `hctx_idx` for requests queued with `last == false`.
     fn commit_rqs(data: &Self::Data, hctx_idx: u32);
 
+    /// Starts a plugged list of requests of one request queue (possibly of several hardware
+    /// queues) at once (`queue_rqs`). The driver takes requests off `list`; those it starts
+    /// belong to the device as in [`Operations::queue_rq`]; those it cannot start it must put
+    /// back on `list` unstarted, with what it set up released: blk-mq then sends each of them
+    /// to [`Operations::queue_rq`] (`blk_mq_flush_plug_list()` in `block/blk-mq.c`).
+    fn queue_rqs(data: &Self::Data, list: &mut RqList<Self>);
+
     /// Ends a request the driver completed with [`Request::complete`].
     fn complete(data: &Self::Data, rq: OwnedRequest<Self>);
+
+    /// Releases what a request completed into a batch ([`Request::complete_batched`]) holds,
+    /// just before blk-mq ends it with `BLK_STS_OK` in `blk_mq_end_request_batch()` (instead of
+    /// [`Operations::complete`]).
+    fn end_batched(data: &Self::Data, rq: &mut OwnedRequest<Self>);
 
     /// Handles a request that timed out.
     fn timeout(data: &Self::Data, rq: &Request<Self>) -> TimeoutAction;
 
     /// Polls hardware queue `hctx_idx` for completions (`io_uring` IOPOLL); `hctx` finds the
-    /// queue's requests by tag. Returns how many were found.
-    fn poll(data: &Self::Data, hctx_idx: u32, hctx: &HwQueue<'_, Self>) -> u32;
+    /// queue's requests by tag; completed requests may go into `batch`, which the caller ends
+    /// ([`Request::complete_batched`]). Returns how many were found.
+    fn poll(
+        data: &Self::Data,
+        hctx_idx: u32,
+        hctx: &HwQueue<'_, Self>,
+        batch: Option<&mut CompBatch<'_>>,
+    ) -> u32;
 }
 
 /// The `blk_mq_ops` table of `T` and its callbacks.
@@ -114,6 +132,58 @@ impl<T: Operations> OperationsVTable<T> {
         T::commit_rqs(data, idx);
     }
 
+    /// The C callback `queue_rqs_callback`.
+    ///
+    /// # Safety
+    ///
+    /// Only the kernel calls it, with arguments that satisfy its C contract (see the
+    /// comments in the body).
+    unsafe extern "C" fn queue_rqs_callback(rqlist: *mut bindings::rq_list) {
+        // SAFETY: blk-mq passes a valid list of unstarted requests of one request queue of
+        // ours, handed to the driver (`__blk_mq_flush_plug_list()`).
+        let head = unsafe { (*rqlist).head };
+        if head.is_null() {
+            return;
+        }
+        // SAFETY: as above: the first request is live and its queue ours.
+        let data = unsafe { Self::data_of_queue((*head).q) };
+        // SAFETY: as above; the list is given back below.
+        let mut list = unsafe { RqList::<T>::take_raw(rqlist) };
+        T::queue_rqs(data, &mut list);
+        // What is left goes back to blk-mq, for `queue_rq` one by one.
+        // SAFETY: `rqlist` is blk-mq's list, valid during the call and emptied by `take_raw`.
+        unsafe { *rqlist = list.take_raw_list() };
+    }
+
+    /// The completion batch callback `complete_batch_callback` (`nvme_pci_complete_batch()`).
+    ///
+    /// # Safety
+    ///
+    /// Only blk-mq calls it (through `iob->complete`), with a valid batch whose requests were
+    /// all added by [`Request::complete_batched`] of `T`.
+    pub(crate) unsafe extern "C" fn complete_batch_callback(iob: *mut bindings::io_comp_batch) {
+        // SAFETY: a valid batch (function contract).
+        let mut rq = unsafe { (*iob).req_list.head };
+        while !rq.is_null() {
+            // SAFETY: a request of the batch: live, of one of our queues, completed and handed
+            // to the driver until `blk_mq_end_request_batch()` below; its `rq_next` links the
+            // batch and is read before the driver sees the request.
+            let (next, data, owned) = unsafe {
+                (
+                    (*rq).__bindgen_anon_1.rq_next,
+                    Self::data_of_queue((*rq).q),
+                    OwnedRequest::<T>::from_raw(rq),
+                )
+            };
+            if let Some(mut owned) = owned {
+                T::end_batched(data, &mut owned);
+            }
+            rq = next;
+        }
+        // SAFETY: every request of the batch was completed once and released by the driver.
+        unsafe { bindings::blk_mq_end_request_batch(iob) };
+    }
+
     /// The C callback `complete_callback`.
     ///
     /// # Safety
@@ -159,18 +229,22 @@ impl<T: Operations> OperationsVTable<T> {
     /// comments in the body).
     unsafe extern "C" fn poll_callback(
         hctx: *mut bindings::blk_mq_hw_ctx,
-        _iob: *mut bindings::io_comp_batch,
+        iob: *mut bindings::io_comp_batch,
     ) -> core::ffi::c_int {
-        // SAFETY: as in `queue_rq_callback`; the hctx is live during the call.
-        let (data, idx, hw) = unsafe {
+        // SAFETY: as in `queue_rq_callback`; the hctx is live during the call; `iob` is null
+        // or the caller's batch, which only this poll adds to during the call.
+        let (data, idx, hw, mut batch) = unsafe {
             (
                 Self::data_of_queue((*hctx).queue),
                 (*hctx).queue_num,
                 HwQueue::<T>::from_raw(hctx),
+                CompBatch::from_raw(iob),
             )
         };
         match hw {
-            Some(hw) => T::poll(data, idx, &hw).try_into().unwrap_or(i32::MAX),
+            Some(hw) => T::poll(data, idx, &hw, batch.as_mut())
+                .try_into()
+                .unwrap_or(i32::MAX),
             None => 0,
         }
     }
@@ -224,7 +298,7 @@ impl<T: Operations> OperationsVTable<T> {
     pub(crate) const VTABLE: bindings::blk_mq_ops = bindings::blk_mq_ops {
         queue_rq: Some(Self::queue_rq_callback),
         commit_rqs: Some(Self::commit_rqs_callback),
-        queue_rqs: None,
+        queue_rqs: Some(Self::queue_rqs_callback),
         get_budget: None,
         put_budget: None,
         set_rq_budget_token: None,

@@ -9,7 +9,7 @@ use core::{cell::UnsafeCell, marker::PhantomData, ptr::NonNull};
 use bvec::{Bvec, BvecIter, IterState};
 use kernel::{bindings, prelude::*, types::Opaque};
 
-use super::{HwQueue, Operations, TagSetRef};
+use super::{operations::OperationsVTable, CompBatch, HwQueue, Operations, TagSetRef};
 use crate::{error::BlkStatus, helpers, KPage};
 
 /// The PDU blk-mq allocates behind every request of a [`super::TagSet`] of `T`.
@@ -201,6 +201,28 @@ impl<T: Operations> Request<T> {
         unsafe { bindings::blk_mq_complete_request(self.raw()) };
     }
 
+    /// Completes the request like [`Request::complete`], but when blk-mq lets it end here
+    /// (not on another CPU) and it can be batched (`blk_mq_add_to_batch()`: a `batch`, no I/O
+    /// scheduler tags, and for a non-passthrough request no `end_io` and not `is_error`), adds
+    /// it to `batch` instead of calling [`Operations::complete`]: the batch's end then calls
+    /// [`Operations::end_batched`] and ends it with `BLK_STS_OK`. Returns whether it was
+    /// batched. The caller must make sure this happens once per submission, and must not
+    /// batch a request whose `end_io` needs another status than 0.
+    pub fn complete_batched(&self, batch: Option<&mut CompBatch<'_>>, is_error: bool) -> bool {
+        let iob = batch.map_or(core::ptr::null_mut(), |b| b.as_raw());
+        // SAFETY: live request owned by the device, completed once (caller); `iob` is null or
+        // a valid batch only this caller uses; the callback ends requests of a tag set of `T`,
+        // which is what a batch holding it contains (it is stored only from here).
+        unsafe {
+            helpers::rnvme_glue_blk_mq_complete_batched(
+                self.raw(),
+                iob,
+                is_error,
+                Some(OperationsVTable::<T>::complete_batch_callback),
+            )
+        }
+    }
+
     /// Calls `f` with each bio's range (first sector, bytes), in order.
     pub fn for_each_bio_range(&self, mut f: impl FnMut(u64, u32) -> Result) -> Result {
         // SAFETY: live request; its bio chain is constant while the driver owns it.
@@ -317,6 +339,11 @@ impl<T: Operations> OwnedRequest<T> {
             rq: NonNull::new(rq)?,
             _p: PhantomData,
         })
+    }
+
+    /// Gives up ownership (to a request list), returning the raw request.
+    pub(crate) fn into_raw(self) -> NonNull<bindings::request> {
+        self.rq
     }
 
     /// The owner-only state.

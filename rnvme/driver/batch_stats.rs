@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Counters of the I/O path's batched submissions (`queue_rqs`) and batched completions
+//! (`io_comp_batch`), in debugfs `rnvme/rnvme<C>/batch`. Each is added to once per batch, not
+//! per request, to keep shared atomics off the per-I/O path.
+
+use kernel::{c_str, prelude::*, str::CStr};
+use kernel_glue::debugfs::DebugCounters;
+
+/// One counter.
+#[derive(Clone, Copy)]
+pub(crate) enum Counter {
+    /// Calls of `queue_rqs` (plugged lists handed over at once).
+    QueueRqsCalls,
+    /// Requests started by `queue_rqs`.
+    QueueRqsStarted,
+    /// Requests `queue_rqs` gave back to blk-mq for `queue_rq` (not prepared or not submitted).
+    QueueRqsRequeued,
+    /// Doorbell batches of `queue_rqs`: one lock hold and at most one doorbell write for the
+    /// requests of one hardware queue.
+    SqBatches,
+    /// Requests completed into an `io_comp_batch` (ended by `blk_mq_end_request_batch()`).
+    CompletionsBatched,
+    /// Requests completed one by one (`blk_mq_complete_request()`: errors, passthrough,
+    /// completions on another CPU, or no batch).
+    CompletionsSingle,
+}
+
+/// The counter names, one per [`Counter`].
+const NAMES: [&CStr; 6] = [
+    c_str!("queue_rqs_calls"),
+    c_str!("queue_rqs_started"),
+    c_str!("queue_rqs_requeued"),
+    c_str!("sq_batches"),
+    c_str!("completions_batched"),
+    c_str!("completions_single"),
+];
+
+/// The batching counters of one controller.
+pub(crate) struct BatchStats {
+    counters: DebugCounters,
+}
+
+impl BatchStats {
+    /// Creates the counters of controller `instance` (may sleep).
+    pub(crate) fn new(instance: u32) -> Result<Self> {
+        Ok(Self {
+            counters: DebugCounters::new(
+                format_args!("rnvme{}", instance),
+                c_str!("batch"),
+                &NAMES,
+            )?,
+        })
+    }
+
+    /// Adds `v` to counter `c` (nothing for 0).
+    pub(crate) fn add(&self, c: Counter, v: u32) {
+        if v != 0 {
+            self.counters.add(c as usize, i64::from(v));
+        }
+    }
+}

@@ -1,0 +1,84 @@
+#!/bin/sh
+# Batched submissions (queue_rqs) and batched completions (io_comp_batch) of rnvme.ko (issue 9):
+# fio over io_uring at QD32 (randwrite with crc32c verify, then randread) on an rnvme disk, with
+# rnvme's debugfs counters (/sys/kernel/debug/rnvme/rnvme<C>/batch) read before and after:
+# requests must have been started by queue_rqs (a plugged list handed over at once) and
+# completed into a completion batch, and every request the block layer accounted on the disk
+# (/sys/block/<disk>/stat: reads, writes, flushes completed) must have been completed exactly
+# once by the driver (batched + single). Then IOPOLL: rnvme loaded with poll_queues=1, fio
+# io_uring hipri=1 on the block device must verify with its completions batched by poll (the
+# batch io_uring passes to blk_poll), none timed out. Prints
+#   rnvme-batch: <n> I/Os, <s> started by queue_rqs in <b> doorbell batches, <c> completions batched
+# Works on any topology (controller rnvme-b when there is one, else the first NVMe controller).
+. /lib/rnvme/lib.sh
+
+ko=/lib/modules/extra/rnvme.ko
+[ -f "$ko" ] || { fail "batch-ko-present ($ko missing)"; exit 1; }
+b=$(nvme_bdf rnvme-b 2>/dev/null) || b=$(nvme_pci_list | head -n1)
+[ -n "$b" ] || { fail "batch-controller (no NVMe controller)"; exit 1; }
+kmod_loaded rnvme || check batch-load-rnvme insmod "$ko"
+[ "$(nvme_driver "$b")" = rnvme ] || check batch-bind-rnvme nvme_bind "$b" rnvme
+
+# setup: the first disk of the controller, its counters; sets d, stats.
+setup() {
+    ds=$(nvme_wait_disks "$b" 1 60) || { fail "batch-rnvme-disk$1"; exit 1; }
+    d=$(echo $ds | cut -d' ' -f1)
+    ri=$(echo "$d" | sed -n 's/^rnvme\([0-9]*\)n[0-9]*$/\1/p')
+    stats=/sys/kernel/debug/rnvme/rnvme$ri/batch
+    [ -r "$stats" ] && pass "batch-counters$1 $stats" || { fail "batch-counters$1 ($stats missing)"; exit 1; }
+}
+counter() { sed -n "s/^$1 //p" "$stats"; }
+snap() { # PREFIX: every counter as PREFIX_<name>, and PREFIX_ios: requests the disk completed
+    while read -r _k _v; do eval "$1_$_k=$_v"; done < "$stats"
+    # /sys/block/<disk>/stat: field 1 reads, 5 writes, 12 discards, 16 flushes completed.
+    set -- "$1" $(cat /sys/block/$d/stat)
+    eval "$1_ios=$(( $2 + $6 + ${13:-0} + ${17:-0} ))"
+}
+grep -q " /sys/kernel/debug " /proc/mounts || mount -t debugfs none /sys/kernel/debug
+setup ""
+
+snap before
+run_fio batch-qd32-randwrite-verify --filename=/dev/$d --ioengine=io_uring --direct=1 \
+    --bs=4k --iodepth=32 --size=16M --rw=randwrite --verify=crc32c --do_verify=1 \
+    --verify_fatal=1
+run_fio batch-qd32-randread --filename=/dev/$d --ioengine=io_uring --direct=1 --bs=4k \
+    --iodepth=32 --size=16M --rw=randread --time_based=1 --runtime=3
+run_fio batch-qd8-read-128k --filename=/dev/$d --ioengine=io_uring --direct=1 --bs=128k \
+    --iodepth=8 --size=16M --rw=read
+snap after
+cat "$stats" | sed 's/^/  /'
+ios=$((after_ios - before_ios))
+started=$((after_queue_rqs_started - before_queue_rqs_started))
+sqb=$((after_sq_batches - before_sq_batches))
+cb=$((after_completions_batched - before_completions_batched))
+cs=$((after_completions_single - before_completions_single))
+echo "rnvme-batch: $ios I/Os, $started started by queue_rqs in $sqb doorbell batches, $cb completions batched"
+[ "$started" -gt 0 ] && [ "$sqb" -gt 0 ] && [ "$started" -le "$ios" ] &&
+    pass "batch-queue-rqs ($started of $ios requests in $sqb batches)" ||
+    fail "batch-queue-rqs ($started of $ios requests started by queue_rqs in $sqb batches)"
+[ "$cb" -gt 0 ] && pass "batch-completions ($cb of $ios batched)" ||
+    fail "batch-completions ($cb of $ios batched)"
+# Each request the disk accounted was completed once by the driver, batched or not.
+[ $((cb + cs)) = "$ios" ] && pass "batch-completions-once ($cb batched + $cs single = $ios)" ||
+    fail "batch-completions-once ($cb batched + $cs single, the disk completed $ios)"
+
+# ---- IOPOLL: poll's batch ----------------------------------------------------------------------
+if [ "$(cat /sys/module/rnvme/parameters/poll_queues)" = 0 ]; then
+    check batch-rmmod rmmod rnvme
+    check batch-load-poll insmod "$ko" poll_queues=1
+    [ "$(nvme_driver "$b")" = rnvme ] || check batch-bind-poll nvme_bind "$b" rnvme
+    setup "-poll"
+fi
+snap before
+t0=$(dmesg | grep -c "timed out")
+run_fio batch-hipri-randwrite-verify --filename=/dev/$d --ioengine=io_uring --direct=1 \
+    --hipri=1 --bs=4k --iodepth=16 --size=4M --rw=randwrite --verify=crc32c --do_verify=1 \
+    --verify_fatal=1
+snap after
+cb=$((after_completions_batched - before_completions_batched))
+ios=$((after_ios - before_ios))
+echo "rnvme-batch hipri: $ios I/Os, $cb completions batched"
+[ "$cb" -gt 0 ] && pass "batch-poll-completions ($cb of $ios batched)" ||
+    fail "batch-poll-completions ($cb of $ios batched)"
+[ "$(dmesg | grep -c "timed out")" = "$t0" ] && pass "batch-poll-no-timeout" ||
+    fail "batch-poll-no-timeout (an I/O timed out)"
