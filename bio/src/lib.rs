@@ -32,6 +32,8 @@ pub use limits::{
     BLK_MAX_SEGMENT_SIZE, BLK_SAFE_MAX_SECTORS, BLK_SEG_BOUNDARY_MASK, SECTOR_SHIFT, SECTOR_SIZE,
 };
 pub use merge::{gap_to_prev, phys_mergeable, try_merge_hw_page, try_merge_page, Merged};
-pub use nvme_limits::{nvme_max_hw_sectors, NVME_MAX_HW_SECTORS, NVME_MAX_SEGS};
+pub use nvme_limits::{
+    nvme_max_hw_sectors, nvme_pci_max_hw_sectors, NVME_MAX_HW_SECTORS, NVME_MAX_SEGS,
+};
 pub use op::Op;
 pub use split::{count_phys_segments, max_segment_bytes, split_rw_at, SplitPoint};

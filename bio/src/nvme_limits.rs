@@ -39,7 +39,32 @@ impl QueueLimits {
     /// # Ok::<(), bio::LimitsError>(())
     /// ```
     pub fn nvme(logical_block_size: u32, mdts: u8, mpsmin: u8) -> Result<Self, LimitsError> {
-        let max_hw = nvme_max_hw_sectors(mdts, mpsmin);
+        Self::nvme_pci(logical_block_size, mdts, mpsmin, u64::MAX)
+    }
+
+    /// [`QueueLimits::nvme`] for a device whose DMA layer's optimal mapping size is
+    /// `dma_opt_mapping_size` bytes (`dma_opt_mapping_size()`; `u64::MAX` when nothing limits
+    /// it): the transfer limit is [`nvme_pci_max_hw_sectors`].
+    ///
+    /// # Errors
+    ///
+    /// As [`QueueLimits::nvme`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bio::QueueLimits;
+    /// let l = QueueLimits::nvme_pci(512, 0, 0, 256 * 1024)?;  // bounce buffers: 256 KiB
+    /// assert_eq!((l.max_hw_sectors(), l.max_segments()), (512, 65));
+    /// # Ok::<(), bio::LimitsError>(())
+    /// ```
+    pub fn nvme_pci(
+        logical_block_size: u32,
+        mdts: u8,
+        mpsmin: u8,
+        dma_opt_mapping_size: u64,
+    ) -> Result<Self, LimitsError> {
+        let max_hw = nvme_pci_max_hw_sectors(mdts, mpsmin, dma_opt_mapping_size);
         let segs = max_hw / 8 + 1;
         Self::new(&LimitsConfig {
             logical_block_size,
@@ -71,17 +96,47 @@ impl QueueLimits {
 /// assert_eq!(nvme_max_hw_sectors(0xff, 0xf), 16384);
 /// ```
 pub const fn nvme_max_hw_sectors(mdts: u8, mpsmin: u8) -> u32 {
-    if mdts == 0 {
-        return NVME_MAX_HW_SECTORS;
-    }
-    let shift = mdts as u32 + mpsmin as u32 + 12 - SECTOR_SHIFT;
-    if shift >= 31 {
-        return NVME_MAX_HW_SECTORS;
-    }
-    let v = 1u32 << shift;
-    if v < NVME_MAX_HW_SECTORS {
-        v
+    nvme_pci_max_hw_sectors(mdts, mpsmin, u64::MAX)
+}
+
+/// The NVMe PCI transfer limit in sectors: `nvme_pci_alloc_dev()` sets
+/// `min(8 MiB, dma_opt_mapping_size)`, then `nvme_init_ctrl_finish()` takes the smaller non-zero
+/// one of that and `2^(mdts + mpsmin + 12)` bytes (no MDTS limit for `mdts == 0`).
+///
+/// The kernel converts `dma_opt_mapping_size >> 9` to 32 bits with `min_t(u32, ..)`, which
+/// would truncate sizes of 2 TiB and more (no DMA layer returns such a value but `SIZE_MAX`,
+/// which truncates to `U32_MAX`); here they saturate.
+///
+/// # Examples
+///
+/// ```
+/// use bio::nvme_pci_max_hw_sectors;
+/// assert_eq!(nvme_pci_max_hw_sectors(0, 0, u64::MAX), 16384);      // 8 MiB
+/// assert_eq!(nvme_pci_max_hw_sectors(7, 0, u64::MAX), 1024);       // MDTS 7: 512 KiB
+/// assert_eq!(nvme_pci_max_hw_sectors(0, 0, 256 * 1024), 512);      // swiotlb: 256 KiB
+/// assert_eq!(nvme_pci_max_hw_sectors(5, 0, 100), 256);             // 0 from the DMA layer
+/// ```
+pub const fn nvme_pci_max_hw_sectors(mdts: u8, mpsmin: u8, dma_opt_mapping_size: u64) -> u32 {
+    let dma = dma_opt_mapping_size >> SECTOR_SHIFT;
+    let ctrl = if dma < NVME_MAX_HW_SECTORS as u64 {
+        dma as u32
     } else {
         NVME_MAX_HW_SECTORS
+    };
+    let from_mdts = if mdts == 0 {
+        u32::MAX
+    } else {
+        let shift = mdts as u32 + mpsmin as u32 + 12 - SECTOR_SHIFT;
+        if shift >= 32 {
+            u32::MAX
+        } else {
+            1u32 << shift
+        }
+    };
+    // min_not_zero(ctrl, from_mdts); `from_mdts` is never 0.
+    if ctrl != 0 && ctrl < from_mdts {
+        ctrl
+    } else {
+        from_mdts
     }
 }

@@ -92,6 +92,7 @@ mod limits;
 mod passthru;
 mod premap_list;
 mod prp;
+mod prp_chain;
 mod queues;
 mod reap;
 mod recovery;
@@ -125,7 +126,8 @@ pub use io::{
     io_opcode, DsmRange, DSM_AD, DSM_MAX_RANGES, MAX_BLOCKS_PER_COMMAND, RW_FUA, WZ_DEAC,
 };
 pub use limits::{
-    namespace_limits, nvme_max_hw_sectors, queue_limits, NVME_MAX_HW_SECTORS, NVME_MAX_SEGS,
+    namespace_limits, nvme_max_hw_sectors, nvme_pci_max_hw_sectors, pci_queue_limits, queue_limits,
+    NVME_MAX_HW_SECTORS, NVME_MAX_SEGS,
 };
 pub use passthru::{
     cmd_allowed, Caller, IoEffects, PassthruError, UserCmd, EFFECTS_CSUPP, EFFECTS_LBCC,
@@ -138,8 +140,11 @@ pub use premap_list::{
     PREMAP_LIST_DATA_SLOTS,
 };
 pub use prp::{
-    build_prps, plan_prps, PrpListPage, PrpLists, PrpPlan, PrpPool, Prps, PRPS_PER_PAGE,
-    PRP_SMALL_POOL_ENTRIES,
+    build_prps, plan_prps, plan_prps_iter, prp_entries, PrpEntries, PrpListPage, PrpLists, PrpPlan,
+    PrpPool, Prps, PRPS_PER_PAGE, PRP_SMALL_POOL_ENTRIES,
+};
+pub use prp_chain::{
+    chained_slot, PrpListLayout, PrpListRun, PRP_LIST_DATA_SLOTS, PRP_MAX_LIST_PAGES,
 };
 pub use queues::{QueueGrant, QueuePlan, QueuePlanError};
 pub use reap::{accept_completion, ReapError};

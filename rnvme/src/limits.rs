@@ -9,7 +9,7 @@
 
 use bio::{LimitsError, QueueLimits};
 
-pub use bio::{nvme_max_hw_sectors, NVME_MAX_HW_SECTORS, NVME_MAX_SEGS};
+pub use bio::{nvme_max_hw_sectors, nvme_pci_max_hw_sectors, NVME_MAX_HW_SECTORS, NVME_MAX_SEGS};
 
 use crate::{Cap, IdentifyController, IdentifyNamespace};
 
@@ -45,6 +45,34 @@ pub fn queue_limits(
     mpsmin: u8,
 ) -> Result<QueueLimits, LimitsError> {
     QueueLimits::nvme(logical_block_size, mdts, mpsmin)
+}
+
+/// [`queue_limits`] for a device whose DMA layer maps at most `dma_opt_mapping_size` bytes
+/// cheaply (`dma_opt_mapping_size()`): what rnvme.ko sets, as `nvme_pci_alloc_dev()` and
+/// `nvme_set_ctrl_limits()` do. Up to 8 MiB, described by chained PRP lists of at most
+/// [`crate::PRP_MAX_LIST_PAGES`] pages.
+///
+/// # Errors
+///
+/// As [`queue_limits`].
+///
+/// # Examples
+///
+/// ```
+/// use nvme::pci_queue_limits;
+/// let l = pci_queue_limits(512, 0, 0, u64::MAX)?;          // QEMU with mdts=0, no IOMMU
+/// assert_eq!((l.max_hw_sectors(), l.max_segments()), (16384, 128));
+/// let l = pci_queue_limits(512, 7, 0, u64::MAX)?;          // QEMU's default MDTS: 512 KiB
+/// assert_eq!((l.max_hw_sectors(), l.max_segments()), (1024, 128));
+/// # Ok::<(), bio::LimitsError>(())
+/// ```
+pub fn pci_queue_limits(
+    logical_block_size: u32,
+    mdts: u8,
+    mpsmin: u8,
+    dma_opt_mapping_size: u64,
+) -> Result<QueueLimits, LimitsError> {
+    QueueLimits::nvme_pci(logical_block_size, mdts, mpsmin, dma_opt_mapping_size)
 }
 
 /// [`queue_limits`] for a namespace, from the parsed Identify data and CAP.

@@ -6,7 +6,8 @@
 //! # Layout
 //!
 //! Every controller page `i` of the buffer has one entry, its bus address, at slot `i % 511` of
-//! list page `i / 511`; slot 511 of each list page (but the last) points at the next list page.
+//! list page `i / 511`; slot 511 of each list page (but the last) points at the next list page
+//! ([`crate::PrpListLayout::stride`]).
 //! An I/O covering pages `f..f + n` (`n > 2`) uses PRP1 = its first byte and PRP2 = the address
 //! of page `f + 1`'s entry, so the controller reads its `n - 1` entries straight out of the
 //! premapped list.
@@ -22,10 +23,10 @@
 
 use crate::dma_tag::{first_prp, resolve};
 use crate::dptr::CTRL_PAGE_MASK;
-use crate::{DmaPageTable, DptrError, TagRange, PRPS_PER_PAGE};
+use crate::{chained_slot, DmaPageTable, DptrError, PrpListLayout, TagRange, PRP_LIST_DATA_SLOTS};
 
 /// Data entries of one list page of a premapped buffer's PRP list: its last slot chains.
-pub const PREMAP_LIST_DATA_SLOTS: usize = PRPS_PER_PAGE - 1;
+pub const PREMAP_LIST_DATA_SLOTS: usize = PRP_LIST_DATA_SLOTS;
 
 /// List pages a premapped PRP list needs for a buffer of `nr_pages` controller pages.
 ///
@@ -37,7 +38,7 @@ pub const PREMAP_LIST_DATA_SLOTS: usize = PRPS_PER_PAGE - 1;
 /// assert_eq!(premap_list_pages(262_144), 514); // 1 GiB
 /// ```
 pub fn premap_list_pages(nr_pages: usize) -> usize {
-    nr_pages.div_ceil(PREMAP_LIST_DATA_SLOTS)
+    PrpListLayout::stride(nr_pages).pages()
 }
 
 /// Where page `index`'s entry is in the premapped list: `(list page, slot)`.
@@ -49,10 +50,7 @@ pub fn premap_list_pages(nr_pages: usize) -> usize {
 /// assert_eq!((premap_list_slot(0), premap_list_slot(510), premap_list_slot(511)), ((0, 0), (0, 510), (1, 0)));
 /// ```
 pub fn premap_list_slot(index: usize) -> (usize, usize) {
-    (
-        index / PREMAP_LIST_DATA_SLOTS,
-        index % PREMAP_LIST_DATA_SLOTS,
-    )
+    chained_slot(index)
 }
 
 /// The slots of a premapped list, in order: `(list page, slot, value)` for every page entry and
@@ -81,53 +79,7 @@ pub fn premap_list_entries<'a, T: DmaPageTable + ?Sized>(
     list_dma: &'a [u64],
 ) -> Result<impl Iterator<Item = (usize, usize, u64)> + 'a, DptrError> {
     let pages = table.dma_pages();
-    let needed = premap_list_pages(pages.len());
-    let list_dma = list_dma.get(..needed).ok_or(DptrError::ListTooSmall {
-        needed,
-        available: list_dma.len(),
-    })?;
-    if let Some(index) = list_dma.iter().position(|a| a & CTRL_PAGE_MASK != 0) {
-        return Err(DptrError::ListMisaligned {
-            index,
-            addr: list_dma.get(index).copied().unwrap_or(0),
-        });
-    }
-    let data = pages.iter().enumerate().map(|(i, &a)| {
-        let (page, slot) = premap_list_slot(i);
-        (page, slot, a)
-    });
-    let chains = list_dma
-        .iter()
-        .enumerate()
-        .skip(1)
-        .map(|(page, &a)| (page - 1, PREMAP_LIST_DATA_SLOTS, a));
-    // In order: each chain pointer after its page's data entries.
-    Ok(Merge {
-        data: data.peekable(),
-        chains: chains.peekable(),
-    })
-}
-
-/// Merges the data entries and the chain pointers in (page, slot) order.
-struct Merge<D: Iterator, C: Iterator> {
-    data: core::iter::Peekable<D>,
-    chains: core::iter::Peekable<C>,
-}
-
-impl<D, C> Iterator for Merge<D, C>
-where
-    D: Iterator<Item = (usize, usize, u64)>,
-    C: Iterator<Item = (usize, usize, u64)>,
-{
-    type Item = (usize, usize, u64);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        match (self.data.peek(), self.chains.peek()) {
-            (Some(d), Some(c)) if (c.0, c.1) < (d.0, d.1) => self.chains.next(),
-            (Some(_), _) => self.data.next(),
-            (None, _) => self.chains.next(),
-        }
-    }
+    PrpListLayout::stride(pages.len()).stores(pages.iter().copied(), list_dma)
 }
 
 /// The data pointer of an I/O on a premapped buffer with a premapped list.
@@ -142,7 +94,7 @@ pub enum PremapPrps<'a> {
         prp2: u64,
     },
     /// The premapped list cannot be used (see the module documentation): PRP2 must point at a
-    /// list page of the I/O's own holding `entries` (at most 512) from slot 0.
+    /// list of the I/O's own holding `entries`, laid out as [`PrpListLayout::new`] says.
     PerIoList {
         /// PRP entry 1.
         prp1: u64,
@@ -157,8 +109,7 @@ pub enum PremapPrps<'a> {
 /// # Errors
 ///
 /// As [`crate::build_prps_from_tag`] for the range; [`DptrError::ListTooSmall`] when
-/// `list_dma` is shorter than the table needs, or when a per-I/O list would need more than one
-/// page; [`DptrError::ListMisaligned`] for a list page address not on a controller page.
+/// `list_dma` is shorter than the table needs; [`DptrError::ListMisaligned`] for a list page address not on a controller page.
 ///
 /// # Examples
 ///
@@ -202,16 +153,9 @@ pub fn premap_prps<'a, T: DmaPageTable + ?Sized>(
             prp2: *second,
         }),
         _ => {
-            let last = r.first + r.nr_pages - 1;
-            if last % PREMAP_LIST_DATA_SLOTS == 0 {
+            if PrpListLayout::window(r.first + 1, rest.len()).last_in_chain_slot() {
                 // The last entry is at slot 0 of a later list page than the first entry: the
                 // controller would take the chain slot before it as data.
-                if rest.len() > PRPS_PER_PAGE {
-                    return Err(DptrError::ListTooSmall {
-                        needed: rest.len().div_ceil(PRPS_PER_PAGE),
-                        available: 1,
-                    });
-                }
                 return Ok(PremapPrps::PerIoList {
                     prp1,
                     entries: rest,

@@ -8,7 +8,7 @@
 //! entries follow, its last slot instead points at the next list page.
 
 use crate::dptr::CTRL_PAGE_MASK;
-use crate::{DmaSegment, DptrError, NVME_CTRL_PAGE_SIZE};
+use crate::{DmaSegment, DptrError, PrpListLayout, NVME_CTRL_PAGE_SIZE};
 
 /// Entries in one PRP list page (`NVME_CTRL_PAGE_SIZE / 8`).
 pub const PRPS_PER_PAGE: usize = 512;
@@ -54,12 +54,7 @@ impl PrpPlan {
             };
         }
         let list_entries = entries - 1;
-        // The first page holds up to 512 entries if it is the last, each chained page 511 more.
-        let list_pages = if list_entries <= PRPS_PER_PAGE {
-            1
-        } else {
-            1 + (list_entries - PRPS_PER_PAGE).div_ceil(PRPS_PER_PAGE - 1)
-        };
+        let list_pages = PrpListLayout::new(list_entries).pages();
         Self {
             entries,
             list_entries,
@@ -167,101 +162,6 @@ impl<'a> PrpLists<'a> {
     }
 }
 
-/// Streams PRP entries into PRP1, PRP2 and the lists, chaining as needed.
-struct PrpWriter<'l, 'a> {
-    lists: &'l mut PrpLists<'a>,
-    prp1: u64,
-    prp2: u64,
-    count: usize,
-    page: usize,
-    slot: usize,
-}
-
-impl<'l, 'a> PrpWriter<'l, 'a> {
-    fn new(lists: &'l mut PrpLists<'a>) -> Self {
-        Self {
-            lists,
-            prp1: 0,
-            prp2: 0,
-            count: 0,
-            page: 0,
-            slot: 0,
-        }
-    }
-
-    fn store(&mut self, page: usize, slot: usize, value: u64) -> Result<(), DptrError> {
-        let available = self.lists.pages.len();
-        let entry = self
-            .lists
-            .pages
-            .get_mut(page)
-            .and_then(|p| p.get_mut(slot))
-            .ok_or(DptrError::ListTooSmall {
-                needed: page + 1,
-                available,
-            })?;
-        *entry = value.to_le();
-        Ok(())
-    }
-
-    fn list_dma(&self, page: usize) -> Result<u64, DptrError> {
-        self.lists
-            .dma
-            .get(page)
-            .copied()
-            .ok_or(DptrError::ListTooSmall {
-                needed: page + 1,
-                available: self.lists.pages.len(),
-            })
-    }
-
-    /// Appends the address of the next controller page (the first one may carry an offset).
-    fn push(&mut self, addr: u64) -> Result<(), DptrError> {
-        match self.count {
-            0 => self.prp1 = addr,
-            1 => self.prp2 = addr,
-            2 => {
-                // A third entry: PRP2 becomes a list pointer, the second entry moves to the list.
-                self.store(0, 0, self.prp2)?;
-                self.store(0, 1, addr)?;
-                self.prp2 = self.list_dma(0)?;
-                self.slot = 2;
-            }
-            _ => {
-                if self.slot == PRPS_PER_PAGE {
-                    // Page full and another entry follows: chain through the last slot.
-                    let next = self.page + 1;
-                    let moved = self
-                        .lists
-                        .pages
-                        .get(self.page)
-                        .and_then(|p| p.last())
-                        .copied()
-                        .map(u64::from_le)
-                        .unwrap_or(0);
-                    self.store(next, 0, moved)?;
-                    let next_dma = self.list_dma(next)?;
-                    self.store(self.page, PRPS_PER_PAGE - 1, next_dma)?;
-                    self.page = next;
-                    self.slot = 1;
-                }
-                self.store(self.page, self.slot, addr)?;
-                self.slot += 1;
-            }
-        }
-        self.count += 1;
-        Ok(())
-    }
-
-    fn finish(self) -> Prps {
-        Prps {
-            prp1: self.prp1,
-            prp2: self.prp2,
-            plan: PrpPlan::for_entries(self.count),
-        }
-    }
-}
-
 /// Checks `segs` against the PRP rules and returns the layout they need.
 ///
 /// The rules: at least one segment, no empty segment, the first byte 4-byte aligned, every
@@ -286,9 +186,22 @@ impl<'l, 'a> PrpWriter<'l, 'a> {
 /// # Ok::<(), nvme::DptrError>(())
 /// ```
 pub fn plan_prps(segs: &[DmaSegment]) -> Result<PrpPlan, DptrError> {
-    let last = segs.len().checked_sub(1).ok_or(DptrError::NoSegments)?;
+    plan_prps_iter(segs.iter().copied())
+}
+
+/// [`plan_prps`] for segments given by an iterator (e.g. the driver's mapped segments).
+///
+/// # Errors
+///
+/// As [`plan_prps`].
+pub fn plan_prps_iter<I: IntoIterator<Item = DmaSegment>>(segs: I) -> Result<PrpPlan, DptrError> {
+    let mut segs = segs.into_iter().enumerate().peekable();
     let mut entries: usize = 0;
-    for (index, seg) in segs.iter().enumerate() {
+    if segs.peek().is_none() {
+        return Err(DptrError::NoSegments);
+    }
+    while let Some((index, seg)) = segs.next() {
+        let is_last = segs.peek().is_none();
         if seg.len == 0 {
             return Err(DptrError::ZeroLength { index });
         }
@@ -303,7 +216,7 @@ pub fn plan_prps(segs: &[DmaSegment]) -> Result<PrpPlan, DptrError> {
                 addr: seg.addr,
             });
         }
-        if index != last && end & CTRL_PAGE_MASK != 0 {
+        if !is_last && end & CTRL_PAGE_MASK != 0 {
             return Err(DptrError::EndNotPageAligned { index, end });
         }
         // offset < 4096 and len <= u32::MAX: the sum fits in u64 and the quotient in usize.
@@ -313,6 +226,55 @@ pub fn plan_prps(segs: &[DmaSegment]) -> Result<PrpPlan, DptrError> {
             .ok_or(DptrError::AddressOverflow { index })?;
     }
     Ok(PrpPlan::for_entries(entries))
+}
+
+/// The PRP entries of `segs` in order: the first byte (PRP1), then the start of every further
+/// controller page the segments touch. Meant for segments [`plan_prps_iter`] accepted (then it
+/// yields `plan.entries` addresses); for others it yields addresses without meaning but never
+/// panics.
+///
+/// # Examples
+///
+/// ```
+/// use nvme::{prp_entries, DmaSegment};
+/// let e: Vec<u64> = prp_entries([DmaSegment::new(0x1800, 4096), DmaSegment::new(0x9000, 10)]).collect();
+/// assert_eq!(e, [0x1800, 0x2000, 0x9000]);
+/// ```
+pub fn prp_entries<I: IntoIterator<Item = DmaSegment>>(segs: I) -> PrpEntries<I::IntoIter> {
+    PrpEntries {
+        segs: segs.into_iter(),
+        next: 0,
+        end: 0,
+    }
+}
+
+/// Iterator behind [`prp_entries`].
+#[derive(Clone, Debug)]
+pub struct PrpEntries<I> {
+    segs: I,
+    /// The next entry of the current segment.
+    next: u64,
+    /// One past the current segment's last byte.
+    end: u64,
+}
+
+impl<I: Iterator<Item = DmaSegment>> Iterator for PrpEntries<I> {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        while self.next >= self.end {
+            let seg = self.segs.next()?;
+            self.next = seg.addr;
+            self.end = seg.addr.saturating_add(u64::from(seg.len));
+        }
+        let out = self.next;
+        // The next entry is the next page start; past the top of the address space the
+        // segment is over.
+        self.next = (out & !CTRL_PAGE_MASK)
+            .checked_add(u64::from(NVME_CTRL_PAGE_SIZE))
+            .unwrap_or(u64::MAX);
+        Some(out)
+    }
 }
 
 /// Builds PRP1/PRP2 and, when needed, the chained PRP lists for DMA-mapped `segs`
@@ -350,18 +312,25 @@ pub fn build_prps(segs: &[DmaSegment], lists: &mut PrpLists<'_>) -> Result<Prps,
             available: lists.len(),
         });
     }
-    let mut w = PrpWriter::new(lists);
-    for seg in segs {
-        // Validated by plan_prps: no overflow, non-first segments page-aligned.
-        let end = seg.addr + u64::from(seg.len);
-        let mut addr = Some(seg.addr);
-        while let Some(a) = addr.filter(|&a| a < end) {
-            w.push(a)?;
-            // `None` past the top of the address space: then `end` was reached anyway.
-            addr = (a & !CTRL_PAGE_MASK).checked_add(u64::from(NVME_CTRL_PAGE_SIZE));
+    let mut entries = prp_entries(segs.iter().copied());
+    let prp1 = entries.next().ok_or(DptrError::NoSegments)?;
+    let prp2 = match plan.entries {
+        1 => 0,
+        2 => entries.next().ok_or(DptrError::NoSegments)?,
+        _ => {
+            let layout = PrpListLayout::new(plan.list_entries);
+            for (page, slot, value) in layout.stores(entries, lists.dma)? {
+                if let Some(e) = lists.pages.get_mut(page).and_then(|p| p.get_mut(slot)) {
+                    *e = value.to_le();
+                }
+            }
+            *lists.dma.first().ok_or(DptrError::ListTooSmall {
+                needed: 1,
+                available: 0,
+            })?
         }
-    }
-    Ok(w.finish())
+    };
+    Ok(Prps { prp1, prp2, plan })
 }
 
 /// Stores `src` little-endian into the start of `dst` (as many entries as both hold).
@@ -373,32 +342,32 @@ fn store_le(dst: &mut [u64], src: &[u64]) {
     }
 }
 
-/// Writes `entries` (at least two) into the list pages, a list page at a time: while more than
-/// a page's worth remain, a page takes 511 entries and its last slot points at the next page;
-/// the last page takes the rest. Returns the first list page's bus address (PRP2).
+/// Writes `entries` (at least two) into the list pages a page at a time, as
+/// [`PrpListLayout::new`] lays them out. Returns the first list page's bus address (PRP2).
 fn fill_lists(entries: &[u64], lists: &mut PrpLists<'_>) -> Result<u64, DptrError> {
+    let layout = PrpListLayout::new(entries.len());
     let available = lists.pages.len();
-    let too_small = |needed| DptrError::ListTooSmall { needed, available };
-    let first_dma = *lists.dma.first().ok_or(too_small(1))?;
-    let mut next_dma = lists.dma.iter().skip(1);
-    let mut rest = entries;
-    for (index, page) in lists.pages.iter_mut().enumerate() {
-        if rest.len() <= PRPS_PER_PAGE {
-            store_le(page, rest);
-            return Ok(first_dma);
-        }
-        // More than a page's worth: 511 entries here, then a link to the next page.
-        // (`get` rather than `split_at_checked`, which is newer than the kernel's minimum rustc.)
-        let this = rest.get(..PRPS_PER_PAGE - 1).unwrap_or(rest);
-        let later = rest.get(PRPS_PER_PAGE - 1..).unwrap_or(&[]);
-        let next = *next_dma.next().ok_or(too_small(index + 2))?;
-        if let Some((link, body)) = page.split_last_mut() {
-            store_le(body, this);
+    if layout.pages() > available || layout.pages() > lists.dma.len() {
+        return Err(DptrError::ListTooSmall {
+            needed: layout.pages(),
+            available,
+        });
+    }
+    for run in layout.runs() {
+        let next = lists.dma.get(run.page + 1).copied();
+        let (Some(page), Some(src)) = (lists.pages.get_mut(run.page), entries.get(run.entries))
+        else {
+            continue;
+        };
+        store_le(page.get_mut(run.first_slot..).unwrap_or(&mut []), src);
+        if let (true, Some(next), Some(link)) = (run.chains, next, page.last_mut()) {
             *link = next.to_le();
         }
-        rest = later;
     }
-    Err(too_small(available + 1))
+    lists.dma.first().copied().ok_or(DptrError::ListTooSmall {
+        needed: 1,
+        available,
+    })
 }
 
 /// Builds PRPs for a transfer whose controller-page addresses are already known: `first` is the

@@ -6,8 +6,8 @@
 
 use iovstack_tests::dptr_walk::{coalesce, walk_prps, BusMemory, PAGE};
 use nvme::{
-    premap_list_entries, premap_list_pages, premap_prps, PremapPrps, PremappedPages, TagRange,
-    PREMAP_LIST_DATA_SLOTS,
+    premap_list_entries, premap_list_pages, premap_prps, PremapPrps, PremappedPages, PrpListLayout,
+    TagRange, PREMAP_LIST_DATA_SLOTS,
 };
 use proptest::prelude::*;
 
@@ -76,12 +76,24 @@ fn walk(
             false,
         ),
         PremapPrps::PerIoList { prp1, entries } => {
-            assert!(entries.len() <= 512);
-            let mut page = vec![0u64; 512];
-            page[..entries.len()].copy_from_slice(entries);
-            mem.pages.insert(PER_IO_LIST, page);
+            // The I/O's own list, chained as a command's list is (`PrpListLayout::new`).
+            let layout = PrpListLayout::new(entries.len());
+            let dma: Vec<u64> = (0..layout.pages() as u64)
+                .map(|i| PER_IO_LIST + i * PAGE)
+                .collect();
+            for &a in &dma {
+                mem.pages.insert(a, vec![0; 512]);
+            }
+            for (p, slot, v) in layout
+                .stores(entries.iter().copied(), &dma)
+                .expect("stores")
+            {
+                mem.pages.get_mut(&dma[p]).expect("page")[slot] = v.to_le();
+            }
             let out = walk_prps(prp1, PER_IO_LIST, u64::from(r.len), mem).map(|v| coalesce(&v));
-            mem.pages.remove(&PER_IO_LIST);
+            for a in &dma {
+                mem.pages.remove(a);
+            }
             (out, true)
         }
     }
@@ -107,7 +119,7 @@ fn buf_fpo(b: &PremappedPages<'_>) -> u32 {
     nvme::DmaPageTable::first_page_offset(b)
 }
 
-/// Page counts of I/Os (at most the 2 MiB + 1 page that a 2 MiB transfer can touch).
+/// Page counts of I/Os (at most the 8 MiB + 1 page that an 8 MiB transfer can touch).
 fn io_pages() -> impl Strategy<Value = u64> {
     prop_oneof![
         1u64..4,
@@ -115,7 +127,9 @@ fn io_pages() -> impl Strategy<Value = u64> {
         Just(511),
         Just(512),
         Just(513),
-        500u64..514
+        500u64..514,
+        1020u64..1026,
+        2040u64..=2049,
     ]
 }
 
@@ -126,7 +140,7 @@ proptest! {
     /// when the premapped list would be walked wrongly.
     #[test]
     fn premapped_list_walks_to_the_io_bytes(
-        nr_pages in prop_oneof![1usize..8, 500usize..1600],
+        nr_pages in prop_oneof![1usize..8, 500usize..1600, 2040usize..2600],
         fpo in prop_oneof![Just(0u32), (0u32..1024).prop_map(|x| x * 4)],
         seed in any::<u64>(),
         ios in proptest::collection::vec((any::<u64>(), io_pages(), 0u32..1024, any::<bool>()), 1..24),
@@ -149,7 +163,7 @@ proptest! {
             }
             let max = buf_len - offset;
             let len = ((want - 1) * PAGE + u64::from(tail) * 4).saturating_sub(abs % PAGE).max(4)
-                .min(max).min(2 << 20);
+                .min(max).min(8 << 20);
             let r = TagRange { offset, len: len as u32 };
             let (got, per_io) = walk(&buf, &lists, &mut mem, r);
             prop_assert_eq!(got, Ok(expected(&pages, fpo, r)), "range {:?}", r);
