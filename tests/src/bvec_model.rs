@@ -117,11 +117,22 @@ impl BvecModel {
         })
     }
 
-    /// Every byte of the window, in order (use on small windows only).
+    /// Every byte of the window, in order (use on small windows only): [`Self::byte`] of each
+    /// position, with the entry found once per entry rather than searched for per byte.
     pub fn bytes(&self) -> Vec<ByteLoc> {
-        (self.cursor..self.end)
-            .filter_map(|i| self.byte(i))
-            .collect()
+        let mut out = Vec::new();
+        for (seg, s) in self.segs.iter().enumerate() {
+            let (lo, hi) = (self.starts[seg], self.starts[seg + 1]);
+            for i in lo.max(self.cursor)..hi.min(self.end) {
+                let abs = s.offset + (i - lo);
+                out.push(ByteLoc {
+                    seg,
+                    pfn: s.pfn + abs / PAGE,
+                    off: abs % PAGE,
+                });
+            }
+        }
+        out
     }
 
     /// Expected `(sector, size, idx, done)` of the iterator: the cursor as "entry holding the next
@@ -203,9 +214,14 @@ impl BvecModel {
     /// Expected single-page view, built byte by byte: a new piece starts whenever the entry or the
     /// page changes (use on small windows only).
     pub fn page_groups(&self) -> Vec<Piece> {
+        Self::groups(&self.bytes())
+    }
+
+    /// [`Self::page_groups`] of bytes already listed by [`Self::bytes`].
+    pub fn groups(bytes: &[ByteLoc]) -> Vec<Piece> {
         let mut out: Vec<Piece> = Vec::new();
         let mut prev: Option<ByteLoc> = None;
-        for b in self.bytes() {
+        for &b in bytes {
             match (prev, out.last_mut()) {
                 (Some(p), Some(last)) if p.seg == b.seg && p.pfn == b.pfn => last.len += 1,
                 _ => out.push(Piece {
@@ -252,5 +268,35 @@ impl BvecModel {
             }
         }
         Ok(count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `bytes` walks entries in order; it must list exactly `byte(i)` for every window position.
+    #[test]
+    fn bytes_is_byte_of_each_position() {
+        let table = [
+            Bvec::new(Pfn(3), 4000, 200).unwrap(),
+            Bvec::new(Pfn(9), 0, 1).unwrap(),
+            Bvec::new(Pfn(1), 8191, 4099).unwrap(),
+            Bvec::new(Pfn(7), 5, 3).unwrap(),
+        ];
+        let total: u64 = table.iter().map(|b| u64::from(b.len())).sum();
+        for (cursor, size) in [
+            (0, total),
+            (0, 0),
+            (150, 60),
+            (199, 2),
+            (201, 4100),
+            (4300, 3),
+        ] {
+            let mut m = BvecModel::new(&table, 0, cursor + size).unwrap();
+            m.advance(cursor).unwrap();
+            let want: Vec<ByteLoc> = (cursor..cursor + size).filter_map(|i| m.byte(i)).collect();
+            assert_eq!(m.bytes(), want, "window {cursor}+{size}");
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! Written from the semantics reference (§2-§3 of iov-semantics.md), independently of the `iov`
 //! crate: it never calls the crate. Every segment is a run of the flat line; positions are
 //! `u128` so no arithmetic can overflow. Bytes live in an [`ArenaMem`] the model touches one
-//! byte at a time ([`ArenaMem::bytes_mut`] and [`ArenaMem::is_fault`]).
+//! byte at a time ([`ArenaMem::set`] and [`ArenaMem::is_fault`]).
 //!
 //! Where the segment pointer lands is described by three rules over the flat line:
 //! - *containing(p)*: the non-empty segment with `start <= p < end` (or the table end);
@@ -178,8 +178,10 @@ impl IovModel {
         }
     }
 
-    /// Arena offset of flat byte `p`, `None` if it cannot be in the arena.
-    fn loc(&self, p: u128) -> Option<usize> {
+    /// Arena offset of flat byte `p`, `None` if it cannot be in the arena. The search for the
+    /// segment holding `p` starts at segment `*k` (which must not lie after it) and leaves `*k`
+    /// there, so a walk over increasing positions does not search again for each byte.
+    fn loc_from(&self, p: u128, k: &mut usize) -> Option<usize> {
         let (k, seg) = match self.kind {
             MKind::Ubuf => (
                 0,
@@ -190,8 +192,15 @@ impl IovModel {
                 },
             ),
             _ => {
-                let k =
-                    (0..self.segs.len()).find(|&k| self.starts[k] <= p && p < self.end_of(k))?;
+                // Segments tile the flat line in order, so the one holding `p` is the first
+                // from `*k` on that ends after it (empty segments end where they start).
+                while *k < self.segs.len() && self.end_of(*k) <= p {
+                    *k += 1;
+                }
+                let k = *k;
+                if k == self.segs.len() || self.starts[k] > p {
+                    return None;
+                }
                 (k, self.segs[k])
             }
         };
@@ -244,8 +253,9 @@ impl IovModel {
             return n;
         }
         let mut done = 0;
+        let mut k = 0;
         while done < n {
-            let o = self.loc(self.pos + done);
+            let o = self.loc_from(self.pos + done, &mut k);
             if !f(mem, o, done as usize) {
                 break;
             }
@@ -263,7 +273,7 @@ impl IovModel {
         self.walk(mem, src.len() as u128, |m, o, i| {
             match Self::byte_ok(m, o) {
                 Some(o) => {
-                    m.bytes_mut()[o] = src[i];
+                    m.set(o, src[i]);
                     true
                 }
                 None => false,
@@ -300,7 +310,7 @@ impl IovModel {
     pub fn zero(&mut self, mem: &mut ArenaMem, n: u128) -> u128 {
         self.walk(mem, n, |m, o, _| match Self::byte_ok(m, o) {
             Some(o) => {
-                m.bytes_mut()[o] = 0;
+                m.set(o, 0);
                 true
             }
             None => false,
@@ -326,7 +336,7 @@ impl IovModel {
             match (Self::byte_ok(m, src), Self::byte_ok(m, dst)) {
                 (Some(s), Some(d)) => {
                     let b = m.bytes()[s];
-                    m.bytes_mut()[d] = b;
+                    m.set(d, b);
                     true
                 }
                 _ => false,

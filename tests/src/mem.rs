@@ -7,6 +7,7 @@
 //! to all three views, so short steps can be provoked for every iterator kind.
 
 use std::ops::Range;
+use std::sync::OnceLock;
 
 use bvec::{PageMemory, Pfn, PAGE_SIZE};
 use iov::{GupFlags, KernelMemory, Memory, UserMemory};
@@ -17,10 +18,20 @@ pub const USER_BASE: usize = 0x10_0000;
 pub const KERNEL_BASE: usize = 0xffff_8880_0000_0000;
 
 /// A byte arena implementing every memory trait the iterators need.
+///
+/// # Invariants
+///
+/// `fault_bits` has bit `o` set exactly when arena byte `o` lies in one of `faults` (it is
+/// empty while `faults` is). `dirty` covers every byte written since the last
+/// [`ArenaMem::take_dirty`] (or since creation).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ArenaMem {
     bytes: Vec<u8>,
     faults: Vec<Range<usize>>,
+    /// `faults` as one bit per arena byte, so that per-byte checks cost one lookup.
+    fault_bits: Vec<u64>,
+    /// Smallest range holding every byte written since the last `take_dirty` (empty: none).
+    dirty: Range<usize>,
     /// Pages handed out by GUP (`user_pages`), with whether they were pinned.
     pub gup: Vec<(Pfn, bool)>,
     /// Pages `get_page` was called on.
@@ -31,13 +42,25 @@ impl ArenaMem {
     /// An arena of `npages` pages filled with the pattern `byte(o) = o as u8` ... mixed with
     /// the page number so different pages differ.
     pub fn new(npages: usize) -> Self {
-        let bytes = (0..npages * PAGE_SIZE)
-            .map(|o| (o as u8) ^ ((o / PAGE_SIZE) as u8).wrapping_mul(37))
-            .collect();
+        // The pattern of a prefix does not depend on the arena size: compute it once for the
+        // largest arena asked for so far and copy it (the fuzz targets build arenas per input).
+        static PATTERN: OnceLock<Vec<u8>> = OnceLock::new();
+        let len = npages * PAGE_SIZE;
+        let pattern = PATTERN.get_or_init(|| Self::pattern(64 * PAGE_SIZE));
+        let bytes = match pattern.get(..len) {
+            Some(p) => p.to_vec(),
+            None => Self::pattern(len),
+        };
         Self {
             bytes,
             ..Self::default()
         }
+    }
+
+    fn pattern(len: usize) -> Vec<u8> {
+        (0..len)
+            .map(|o| (o as u8) ^ ((o / PAGE_SIZE) as u8).wrapping_mul(37))
+            .collect()
     }
 
     /// An arena of `npages` zeroed pages.
@@ -53,19 +76,54 @@ impl ArenaMem {
         &self.bytes
     }
 
-    /// The arena bytes, mutable.
+    /// The arena bytes, mutable (the whole arena counts as written).
     pub fn bytes_mut(&mut self) -> &mut [u8] {
+        self.mark(0..self.bytes.len());
         &mut self.bytes
+    }
+
+    /// Sets arena byte `o` (inside the arena) to `b`.
+    pub fn set(&mut self, o: usize, b: u8) {
+        self.bytes[o] = b;
+        self.mark(o..o + 1);
+    }
+
+    fn mark(&mut self, r: Range<usize>) {
+        if r.is_empty() {
+            return;
+        }
+        self.dirty = if self.dirty.is_empty() {
+            r
+        } else {
+            self.dirty.start.min(r.start)..self.dirty.end.max(r.end)
+        };
+    }
+
+    /// The smallest range holding every byte written since the last call (or since creation);
+    /// empty if none. Two arenas that were equal and whose bytes outside both ranges were not
+    /// written are still equal there, so comparing the union of the ranges is enough.
+    pub fn take_dirty(&mut self) -> Range<usize> {
+        std::mem::replace(&mut self.dirty, 0..0)
     }
 
     /// Makes arena bytes `range` fault in every view.
     pub fn add_fault(&mut self, range: Range<usize>) {
+        if self.fault_bits.is_empty() {
+            self.fault_bits = vec![0; self.bytes.len().div_ceil(64)];
+        }
+        for o in range.start..range.end.min(self.bytes.len()) {
+            self.fault_bits[o / 64] |= 1 << (o % 64);
+        }
         self.faults.push(range);
     }
 
     /// Whether arena byte `o` faults (outside the arena or marked).
     pub fn is_fault(&self, o: usize) -> bool {
-        o >= self.bytes.len() || self.faults.iter().any(|r| r.contains(&o))
+        o >= self.bytes.len()
+            || self
+                .fault_bits
+                .get(o / 64)
+                .is_some_and(|w| w & (1 << (o % 64)) != 0)
     }
 
     /// User address of arena byte `o`.
@@ -106,6 +164,7 @@ impl ArenaMem {
         if let Some(o) = o {
             if ok > 0 {
                 self.bytes[o..o + ok].copy_from_slice(&src[..ok]);
+                self.mark(o..o + ok);
             }
         }
         src.len() - ok
@@ -126,6 +185,7 @@ impl ArenaMem {
         if let Some(o) = o {
             if ok > 0 {
                 self.bytes[o..o + ok].fill(0);
+                self.mark(o..o + ok);
             }
         }
         len - ok
@@ -200,3 +260,30 @@ impl PageMemory<Pfn> for ArenaMem {
 
 /// The cross-space copies use the trait's bounce-buffer defaults, so the tests cover them.
 impl Memory<Pfn> for ArenaMem {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn faults_and_written_ranges() {
+        let mut m = ArenaMem::new(2);
+        assert_eq!(m.bytes(), &ArenaMem::pattern(2 * PAGE_SIZE)[..]);
+        assert!(!m.is_fault(0) && !m.is_fault(8191) && m.is_fault(8192));
+        m.add_fault(100..130);
+        m.add_fault(8000..9000);
+        let faulty: Vec<usize> = (0..8200).filter(|&o| m.is_fault(o)).collect();
+        let want: Vec<usize> = (100..130).chain(8000..8200).collect();
+        assert_eq!(faulty, want);
+        assert!(m.take_dirty().is_empty());
+        assert_eq!(
+            m.copy_to_kernel(KERNEL_BASE + 90, &[1; 20]),
+            10,
+            "stops at the fault"
+        );
+        m.set(5000, 7);
+        assert_eq!(m.clear_user(USER_BASE + 20, 3), 0);
+        assert_eq!(m.take_dirty(), 20..5001);
+        assert!(m.take_dirty().is_empty());
+    }
+}

@@ -83,9 +83,14 @@ pub fn check(it: &BvecIter<'_, Pfn>, m: &BvecModel) {
         assert_eq!(items, nr_pages, "pages view count");
     }
     if m.remaining() <= PER_BYTE_LIMIT {
+        let bytes = m.bytes();
         let pages: Vec<Piece> = it.pages().map(|b| piece(&b)).collect();
-        assert_eq!(pages, m.page_groups(), "pages view vs per-byte grouping");
-        let want: Vec<(u64, u64)> = m.bytes().iter().map(|b| (b.pfn, b.off)).collect();
+        assert_eq!(
+            pages,
+            BvecModel::groups(&bytes),
+            "pages view vs per-byte grouping"
+        );
+        let want: Vec<(u64, u64)> = bytes.iter().map(|b| (b.pfn, b.off)).collect();
         assert_eq!(expand(it.pages()), want, "pages view bytes");
     }
 }
