@@ -8,11 +8,14 @@
 # reads: the host splits QEMU's NVMe trace (doorbell writes, MSI-X interrupts) at those reads.
 #
 # Lines: `fio-profile <workload> dev=<d> ios=<n> irqs=<k> irqs_per_io=<x> marker=<m>`,
+# `fio-profile-batch <workload> <counter> <value> ...` (rnvme's debugfs batch counters),
 # `fio-profile-sym <workload> dev=<d> <percent> <symbol>`. Knobs: rnvme_prof_secs (default 4),
 # rnvme_prof_top (symbols per run, default 25), rnvme_prof_wl (RW:BS:QD,... default
 # randread:4k:1,randread:4k:32,read:128k:8), rnvme_prof_callgraph=1 (perf -g, call chains as
 # `fio-profile-cg` lines), rnvme_prof_rnvme_params (rnvme.ko parameters, e.g.
-# shadow_doorbells=0; a kernel command line value holds one). Reported, never asserted.
+# shadow_doorbells=0; a kernel command line value holds one), rnvme_prof_batch=N (fio
+# iodepth_batch_submit=N: N I/Os per io_uring_enter, so io_uring plugs them and blk-mq hands them
+# to queue_rqs as one list; default fio's 1). Reported, never asserted.
 . /lib/rnvme/lib.sh
 
 secs="${rnvme_prof_secs:-4}"
@@ -58,10 +61,18 @@ for w in $(echo "$wls" | tr , ' '); do
         m=$marker
         perf record -q -a ${rnvme_prof_callgraph:+-g} -F 997 -o "/tmp/perf.$side.$wl" -- fio --name="$side" \
             --filename="/dev/$d" --direct=1 --ioengine=io_uring --rw="$1" --bs="$2" \
-            --iodepth="$3" --time_based --runtime="$secs" --size=128M --output-format=terse \
+            --iodepth="$3" ${rnvme_prof_batch:+--iodepth_batch_submit=$rnvme_prof_batch} \
+            --time_based --runtime="$secs" --size=128M --output-format=terse \
             --terse-version=3 > /tmp/prof.out 2>/tmp/prof.err
         mark "$b"
         i1=$(irq_total "$b")
+        # rnvme's batching counters (cumulative since load; absent on rnvme.ko before issue 9's
+        # queue_rqs): `fio-profile-batch <workload> <name> <value> ...`.
+        if [ "$side" = rnvme ]; then
+            for f in /sys/kernel/debug/rnvme/rnvme*/batch; do
+                [ -r "$f" ] && echo "fio-profile-batch $wl $(tr '\n' ' ' < "$f")"
+            done
+        fi
         ios=$(awk -F';' '$1 == 3 { print $6 + $47 }' /tmp/prof.out)
         case "$2" in *k) ios=$((ios / ${2%k})) ;; *) ios=$((ios * 1024 / $2)) ;; esac
         if [ "${ios:-0}" -gt 0 ]; then
