@@ -14,8 +14,9 @@
 # randread:4k:1,randread:4k:32,read:128k:8), rnvme_prof_callgraph=1 (perf -g, call chains as
 # `fio-profile-cg` lines), rnvme_prof_rnvme_params (rnvme.ko parameters, e.g.
 # shadow_doorbells=0; a kernel command line value holds one), rnvme_prof_batch=N (fio
-# iodepth_batch_submit=N: N I/Os per io_uring_enter, so io_uring plugs them and blk-mq hands them
-# to queue_rqs as one list; default fio's 1). Reported, never asserted.
+# iodepth_batch_submit=N and iodepth_batch_complete_min=N: fio reaps N completions and then
+# submits N I/Os per io_uring_enter, so io_uring plugs them and blk-mq hands them to queue_rqs as
+# one list; with fio's defaults (1) a full queue submits one I/O per call). Reported, never asserted.
 . /lib/rnvme/lib.sh
 
 secs="${rnvme_prof_secs:-4}"
@@ -61,7 +62,8 @@ for w in $(echo "$wls" | tr , ' '); do
         m=$marker
         perf record -q -a ${rnvme_prof_callgraph:+-g} -F 997 -o "/tmp/perf.$side.$wl" -- fio --name="$side" \
             --filename="/dev/$d" --direct=1 --ioengine=io_uring --rw="$1" --bs="$2" \
-            --iodepth="$3" ${rnvme_prof_batch:+--iodepth_batch_submit=$rnvme_prof_batch} \
+            --iodepth="$3" ${rnvme_prof_batch:+--iodepth_batch_submit=$rnvme_prof_batch \
+            --iodepth_batch_complete_min=$rnvme_prof_batch} \
             --time_based --runtime="$secs" --size=128M --output-format=terse \
             --terse-version=3 > /tmp/prof.out 2>/tmp/prof.err
         mark "$b"
