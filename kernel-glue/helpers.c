@@ -230,6 +230,11 @@ int rnvme_glue_dma_set_mask_and_coherent(struct device *dev, u64 mask)
 	return dma_set_mask_and_coherent(dev, mask);
 }
 
+u64 rnvme_glue_dma_opt_mapping_size(struct device *dev)
+{
+	return dma_opt_mapping_size(dev);
+}
+
 int rnvme_glue_dma_mapping_error(struct device *dev, u64 addr)
 {
 	return dma_mapping_error(dev, addr);

@@ -89,6 +89,8 @@ void rnvme_glue_lo_hi_writeq(u64 value, void __iomem *addr);
 /* ---- DMA (include/linux/dma-mapping.h, include/linux/dmapool.h) ------------------------------- */
 /* dma_set_mask_and_coherent(). */
 int rnvme_glue_dma_set_mask_and_coherent(struct device *dev, u64 mask);
+/* dma_opt_mapping_size(): the largest mapping that costs no more than smaller ones. */
+u64 rnvme_glue_dma_opt_mapping_size(struct device *dev);
 /* dma_mapping_error(): non-zero when `addr` is the error value of a mapping call. */
 int rnvme_glue_dma_mapping_error(struct device *dev, u64 addr);
 /* dma_pool_create() / dma_pool_destroy() / dma_pool_alloc(GFP_ATOMIC) / dma_pool_free(). */

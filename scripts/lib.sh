@@ -163,6 +163,7 @@ driver_initramfs_args() {
     local variant=$1 ko gt="$RNVME_REPO/tests/qemu/guest-tests"
     ko=$("$RNVME_REPO/scripts/build-module.sh" "$variant" | grep '/rnvme\.ko$') ||
         die "rnvme.ko ($variant) did not build"
+    DRIVER_KO=$ko
     DRIVER_ARGS=(--add "$ko:/lib/modules/extra/rnvme.ko" --test "$gt/20-rnvme-basic.sh")
     # Passthrough char devices (issue 8): the test and its static helper for hostile ioctls.
     local probe="$RNVME_WORK/passthru-probe"

@@ -41,5 +41,25 @@ grep -aE '^(PASS|FAIL): ' "$logf" | tr -d '\r' | sed 's/^/  /' >&2 || true
 if ((rc == 0)); then
     log "rnvme driver test ($variant): PASS (log $logf)"
 else
-    die "rnvme driver test ($variant): FAIL, run-guest.sh exit $rc (log $logf)"
+    log "rnvme driver test ($variant): FAIL, run-guest.sh exit $rc (log $logf)"
 fi
+
+# Chained PRP lists: their own controller (QEMU mdts=10) in a second, short boot.
+rc2=0
+if [[ "${RNVME_DRIVER_CHAIN:-1}" == 1 ]]; then
+    chain_opts=(--topology chain)
+    [[ "$variant" == debug ]] && chain_opts+=(-t 3600 --append "rnvme_test_timeout=2000")
+    img2=$("$q/mkinitramfs.sh" -k "$variant" --no-default-tests \
+        --add "$DRIVER_KO:/lib/modules/extra/rnvme.ko" \
+        --test "$RNVME_REPO/tests/qemu/guest-tests/25-rnvme-chain.sh" \
+        -o "$RNVME_WORK/initramfs/rnvme-chain-$variant.cpio")
+    logf2="$RNVME_WORK/logs/rnvme-chain-$variant-$(date +%Y%m%d-%H%M%S).log"
+    "$q/run-guest.sh" -k "$variant" -i "$img2" -l "$logf2" "${chain_opts[@]}" || rc2=$?
+    grep -aE '^(PASS|FAIL): |^rnvme-chain: ' "$logf2" | tr -d '\r' | sed 's/^/  /' >&2 || true
+    if ((rc2 == 0)); then
+        log "rnvme chained PRP list test ($variant): PASS (log $logf2)"
+    else
+        log "rnvme chained PRP list test ($variant): FAIL, run-guest.sh exit $rc2 (log $logf2)"
+    fi
+fi
+((rc == 0 && rc2 == 0)) || die "rnvme driver tests ($variant): FAIL"

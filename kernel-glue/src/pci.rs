@@ -99,6 +99,14 @@ impl Device {
         })
     }
 
+    /// The largest DMA mapping in bytes that costs no more than smaller ones
+    /// (`dma_opt_mapping_size()`: without an IOMMU or bounce buffering, `usize::MAX`). The NVMe
+    /// driver caps its transfers at it (`nvme_pci_alloc_dev()`).
+    pub fn dma_opt_mapping_size(&self) -> u64 {
+        // SAFETY: `device_raw()` is a valid device (type invariant); the call only reads it.
+        unsafe { helpers::rnvme_glue_dma_opt_mapping_size(self.device_raw()) }
+    }
+
     /// Stops the device from initiating DMA (`pci_clear_master()`), for a controller that did
     /// not stop when told to: memory it might still write can then be freed. Bus mastering
     /// stays off (a [`BusMaster`] drop clears it again, which is harmless).

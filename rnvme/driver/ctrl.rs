@@ -37,8 +37,6 @@ static INSTANCES: AtomicU64 = AtomicU64::new(0);
 const MAX_INSTANCES: u32 = 64;
 /// I/O request timeout (`NVME_IO_TIMEOUT`).
 const IO_TIMEOUT_MS: u32 = 30_000;
-/// Largest transfer (keeps a PRP list within one page, see `dptr.rs`).
-const MAX_TRANSFER_SECTORS: u32 = 2 * 1024 * 1024 / 512;
 
 /// An instance number, released on drop.
 struct Instance(u32);
@@ -235,6 +233,7 @@ impl Controller {
             IoData {
                 queues,
                 pool,
+                prp_stats: crate::dptr::PrpStats::new(instance.0)?,
                 dev: dev.clone(),
                 admin,
                 queue_request: request,
@@ -357,12 +356,19 @@ impl Controller {
                 continue;
             }
             let bs = id.block_size();
-            let l = nvme::queue_limits(bs, idc.mdts(), cap.mpsmin()).map_err(|_| EINVAL)?;
-            let max_hw = l.max_hw_sectors().min(MAX_TRANSFER_SECTORS);
+            // `nvme_pci_alloc_dev()` caps the transfer at the DMA layer's optimal mapping size,
+            // then `nvme_init_ctrl_finish()` at MDTS (`nvme_set_ctrl_limits()` sets both).
+            let l = nvme::pci_queue_limits(
+                bs,
+                idc.mdts(),
+                cap.mpsmin(),
+                self.dev.dma_opt_mapping_size(),
+            )
+            .map_err(|_| EINVAL)?;
             let mut lim = QueueLimits::default()
                 .block_size(bs)?
-                .max_hw_sectors(max_hw)
-                .max_segments((max_hw / 8 + 1).min(MAX_SEGS as u32) as u16)
+                .max_hw_sectors(l.max_hw_sectors())
+                .max_segments(l.max_segments().min(MAX_SEGS as u16))
                 .virt_boundary_mask(u64::from(l.virt_boundary_mask()))
                 .dma_alignment(l.dma_alignment());
             if idc.volatile_write_cache() {

@@ -10,97 +10,199 @@
 //! `nvme_pci_setup_prps()` in `drivers/nvme/host/pci.c`: PRP1 is the first byte (dword
 //! aligned), every further entry a controller page; with two entries PRP2 is the second page
 //! (`nvme_setup_prp_simple()`), with more PRP2 is the bus address of a PRP list page from the
-//! driver's DMA pool. The queue limits (max_hw_sectors <= 2 MiB, virt boundary 4 KiB) keep a
-//! list within one 512-entry page, so lists are never chained here.
+//! driver's DMA pool, and when the entries need more than one list page the pages are chained
+//! (the last slot of a page points at the next one while more than one entry remains), laid
+//! out by `nvme::PrpListLayout`. The queue limits (at most 8 MiB, 4 KiB virtual boundary) bound
+//! a list to `nvme::PRP_MAX_LIST_PAGES` (5) pages (`NVME_MAX_NR_ALLOCATIONS`), held by the
+//! command in a fixed array ([`ListPages`]) until it completes. Debugfs
+//! `rnvme/rnvme<C>/prp` counts lists, chained lists, list pages (live ones too) and commands
+//! above 2 MiB.
 //!
 //! With a controller that supports SGLs and requests whose average segment is large
 //! (`nvme_pci_use_sgls()`, `nvme::SglPolicy`), [`build_sgl`] describes the segments instead: one
 //! inline Data Block descriptor, or a Last Segment descriptor pointing at a pool page of Data
 //! Block descriptors (`nvme_pci_setup_sgls()`); SGLs have no alignment rules.
 
-use kernel::{prelude::*, sync::Arc};
-use kernel_glue::dma::{DmaPool, MappedSegment, PoolBlock};
-use nvme::{DataPointer, SglDescriptor, NVME_CTRL_PAGE_SIZE};
+use kernel::{c_str, prelude::*, sync::Arc};
+use kernel_glue::{
+    debugfs::DebugCounters,
+    dma::{DmaPool, MappedSegment, PoolBlock},
+};
+use nvme::{DataPointer, DmaSegment, PrpListLayout, SglDescriptor, NVME_CTRL_PAGE_SIZE};
 
-/// Controller page mask.
-const PAGE_MASK: u64 = NVME_CTRL_PAGE_SIZE as u64 - 1;
-/// Controller page size in bytes.
-const PAGE: u64 = NVME_CTRL_PAGE_SIZE as u64;
-/// Entries of one PRP list page.
-const LIST_ENTRIES: usize = NVME_CTRL_PAGE_SIZE as usize / 8;
+/// Most list pages of one command (`NVME_MAX_NR_ALLOCATIONS`).
+const MAX_LIST_PAGES: usize = nvme::PRP_MAX_LIST_PAGES;
 
-/// The controller pages the segments cover, in order, checked against the PRP rules: only the
-/// first segment may start inside a page (dword aligned), only the last may end inside one.
-struct Pages<'a> {
-    segs: &'a [MappedSegment],
-    idx: usize,
-    next: u64,
+/// Transfers above this size could not be described before lists were chained (one list page
+/// of 512 entries); counted apart to show they reach the controller as one command.
+const ONE_PAGE_LIST_BYTES: u64 = 2 * 1024 * 1024;
+
+/// Counter names of debugfs `rnvme/rnvme<C>/prp`, in [`Counter`] order.
+static NAMES: [&kernel::str::CStr; 5] = [
+    c_str!("prp_lists"),
+    c_str!("prp_chained"),
+    c_str!("list_pages"),
+    c_str!("list_pages_live"),
+    c_str!("io_over_2mib"),
+];
+
+/// The counters of debugfs `rnvme/rnvme<C>/prp`.
+#[derive(Clone, Copy)]
+enum Counter {
+    /// Commands whose PRP2 points at a list.
+    Lists = 0,
+    /// Commands whose list is more than one page (chained).
+    Chained = 1,
+    /// List pages allocated for PRP lists, in total.
+    Pages = 2,
+    /// PRP list pages allocated and not yet freed (0 when no command is in flight).
+    PagesLive = 3,
+    /// Commands with a PRP transfer above 2 MiB.
+    Over2Mib = 4,
 }
 
-/// Checks the PRP rules for `segs` and returns how many entries they need.
-fn count_entries(segs: &[MappedSegment]) -> Result<usize> {
-    let last = segs.len().checked_sub(1).ok_or(EINVAL)?;
-    let mut n = 0usize;
-    for (i, s) in segs.iter().enumerate() {
-        let end = s.addr.checked_add(u64::from(s.len)).ok_or(EINVAL)?;
-        if s.len == 0 || (i == 0 && s.addr & 3 != 0) || (i != 0 && s.addr & PAGE_MASK != 0) {
+/// The PRP list counters of one controller (debugfs `rnvme/rnvme<C>/prp`).
+pub(crate) struct PrpStats {
+    counters: Option<DebugCounters>,
+}
+
+impl PrpStats {
+    /// Creates the counters of controller `instance` (without the debugfs file if that fails).
+    pub(crate) fn new(instance: u32) -> Result<Arc<Self>> {
+        let counters =
+            DebugCounters::new(format_args!("rnvme{}", instance), c_str!("prp"), &NAMES).ok();
+        Ok(Arc::new(Self { counters }, GFP_KERNEL)?)
+    }
+
+    fn add(&self, c: Counter, v: i64) {
+        if let Some(counters) = &self.counters {
+            counters.add(c as usize, v);
+        }
+    }
+}
+
+/// The list pages (PRP, SGL or DSM ranges) of one command, held until it completes and
+/// returned to the pool on drop. A fixed array: no allocation besides the pool blocks.
+pub(crate) struct ListPages {
+    pages: [Option<PoolBlock>; MAX_LIST_PAGES],
+    /// Set for PRP list pages: counted live until dropped.
+    stats: Option<Arc<PrpStats>>,
+}
+
+impl ListPages {
+    /// No page.
+    pub(crate) const fn none() -> Self {
+        const NONE: Option<PoolBlock> = None;
+        Self {
+            pages: [NONE; MAX_LIST_PAGES],
+            stats: None,
+        }
+    }
+
+    /// One page (an SGL or DSM range list).
+    pub(crate) fn one(page: PoolBlock) -> Self {
+        let mut this = Self::none();
+        if let Some(slot) = this.pages.first_mut() {
+            *slot = Some(page);
+        }
+        this
+    }
+
+    /// Number of pages held.
+    pub(crate) fn len(&self) -> usize {
+        self.pages.iter().filter(|p| p.is_some()).count()
+    }
+
+    /// `n` pages from `pool` for a PRP list, counted in `stats`.
+    fn alloc(pool: &Arc<DmaPool>, n: usize, stats: &Arc<PrpStats>) -> Result<Self> {
+        if n > MAX_LIST_PAGES {
             return Err(EINVAL);
         }
-        if i != last && end & PAGE_MASK != 0 {
+        let mut this = Self::none();
+        for slot in this.pages.iter_mut().take(n) {
+            // On failure the pages so far are freed by the drop (not yet counted as live).
+            *slot = Some(DmaPool::alloc(pool)?);
+        }
+        stats.add(Counter::PagesLive, n as i64);
+        stats.add(Counter::Pages, n as i64);
+        this.stats = Some(stats.clone());
+        Ok(this)
+    }
+
+    /// Fills a PRP list of `n` entries taken from `entries` into new pages from `pool`, laid
+    /// out and chained as `nvme::PrpListLayout::new` says; returns the first page's bus address
+    /// (PRP2) and the pages.
+    pub(crate) fn prp_list(
+        pool: &Arc<DmaPool>,
+        stats: &Arc<PrpStats>,
+        n: usize,
+        entries: impl Iterator<Item = u64>,
+    ) -> Result<(u64, Self)> {
+        let layout = PrpListLayout::new(n);
+        let lists = Self::alloc(pool, layout.pages(), stats)?;
+        let mut dma = [0u64; MAX_LIST_PAGES];
+        for (d, p) in dma.iter_mut().zip(lists.pages.iter().flatten()) {
+            *d = p.dma_handle();
+        }
+        let dma = dma.get(..layout.pages()).ok_or(EINVAL)?;
+        let mut taken = 0usize;
+        let counted = entries.inspect(|_| taken += 1);
+        for (page, slot, value) in layout.stores(counted, dma).map_err(|_| EINVAL)? {
+            let block = lists.pages.get(page).and_then(|p| p.as_ref()).ok_or(EINVAL)?;
+            block.write(slot * 8, &value.to_le_bytes())?;
+        }
+        // Fewer entries than the layout: a list the controller would walk past its end.
+        if taken != n {
             return Err(EINVAL);
         }
-        let first_page = s.addr & !PAGE_MASK;
-        let pages = (end - first_page).div_ceil(PAGE);
-        n = n
-            .checked_add(usize::try_from(pages).map_err(|_| EINVAL)?)
-            .ok_or(EINVAL)?;
+        stats.add(Counter::Lists, 1);
+        if layout.pages() > 1 {
+            stats.add(Counter::Chained, 1);
+        }
+        Ok((*dma.first().ok_or(EINVAL)?, lists))
     }
-    Ok(n)
 }
 
-impl Iterator for Pages<'_> {
-    type Item = u64;
-    fn next(&mut self) -> Option<u64> {
-        loop {
-            let s = self.segs.get(self.idx)?;
-            let end = s.addr.saturating_add(u64::from(s.len));
-            if self.next < end {
-                let out = self.next;
-                // The next entry is the next page start (the first entry may be unaligned).
-                self.next = (self.next & !PAGE_MASK).saturating_add(PAGE);
-                return Some(out);
-            }
-            self.idx += 1;
-            self.next = self.segs.get(self.idx).map_or(0, |s| s.addr);
+impl Drop for ListPages {
+    fn drop(&mut self) {
+        let n = self.len();
+        // The pages go back to the pool when the array is dropped, after this.
+        if let Some(stats) = self.stats.take() {
+            stats.add(Counter::PagesLive, -(n as i64));
         }
     }
 }
 
-/// Builds the PRPs of `segs`; a list page, if needed, comes from `pool` and is returned (it
-/// must stay allocated until the command completes).
+/// The segments as the `nvme` crate's type.
+fn dma_segs(segs: &[MappedSegment]) -> impl Iterator<Item = DmaSegment> + '_ {
+    segs.iter().map(|s| DmaSegment::new(s.addr, s.len))
+}
+
+/// Builds the PRPs of `segs` (`nvme::plan_prps_iter` checks the PRP rules); list pages, if
+/// needed, come from `pool` and are returned (they must stay allocated until the command
+/// completes).
 pub(crate) fn build(
     segs: &[MappedSegment],
     pool: &Arc<DmaPool>,
-) -> Result<(DataPointer, Option<PoolBlock>)> {
-    let n = count_entries(segs)?;
-    let mut pages = Pages {
-        segs,
-        idx: 0,
-        next: segs.first().map_or(0, |s| s.addr),
-    };
-    let prp1 = pages.next().ok_or(EINVAL)?;
-    match n {
-        1 => Ok((DataPointer::prp(prp1, 0), None)),
-        2 => Ok((DataPointer::prp(prp1, pages.next().ok_or(EINVAL)?), None)),
-        _ if n - 1 <= LIST_ENTRIES => {
-            let list = DmaPool::alloc(pool)?;
-            for (i, addr) in pages.enumerate() {
-                list.write(i * 8, &addr.to_le_bytes())?;
+    stats: &Arc<PrpStats>,
+) -> Result<(DataPointer, ListPages)> {
+    let plan = nvme::plan_prps_iter(dma_segs(segs)).map_err(|_| EINVAL)?;
+    let mut entries = nvme::prp_entries(dma_segs(segs));
+    let prp1 = entries.next().ok_or(EINVAL)?;
+    match plan.entries {
+        1 => Ok((DataPointer::prp(prp1, 0), ListPages::none())),
+        2 => Ok((
+            DataPointer::prp(prp1, entries.next().ok_or(EINVAL)?),
+            ListPages::none(),
+        )),
+        _ => {
+            let (prp2, lists) = ListPages::prp_list(pool, stats, plan.list_entries, entries)?;
+            let bytes: u64 = segs.iter().map(|s| u64::from(s.len)).sum();
+            if bytes > ONE_PAGE_LIST_BYTES {
+                stats.add(Counter::Over2Mib, 1);
             }
-            Ok((DataPointer::prp(prp1, list.dma_handle()), Some(list)))
+            Ok((DataPointer::prp(prp1, prp2), lists))
         }
-        // More than one list page: the queue limits never allow it.
-        _ => Err(EINVAL),
     }
 }
 
@@ -109,10 +211,13 @@ pub(crate) fn build(
 pub(crate) fn build_sgl(
     segs: &[MappedSegment],
     pool: &Arc<DmaPool>,
-) -> Result<(DataPointer, Option<PoolBlock>)> {
+) -> Result<(DataPointer, ListPages)> {
     match segs {
         [] => Err(EINVAL),
-        [one] => Ok((SglDescriptor::data_block(one.addr, one.len).into(), None)),
+        [one] => Ok((
+            SglDescriptor::data_block(one.addr, one.len).into(),
+            ListPages::none(),
+        )),
         many => {
             if many.len() > NVME_CTRL_PAGE_SIZE as usize / 16 {
                 return Err(EINVAL);
@@ -124,7 +229,7 @@ pub(crate) fn build_sgl(
             let len = u32::try_from(many.len() * 16).map_err(|_| EINVAL)?;
             Ok((
                 SglDescriptor::last_segment(list.dma_handle(), len).into(),
-                Some(list),
+                ListPages::one(list),
             ))
         }
     }

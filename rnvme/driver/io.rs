@@ -14,7 +14,7 @@ use kernel_glue::{
         CompBatch, HwQueue, LocalCompBatch, Op, Operations, OwnedRequest, Request, RqList, TagSet,
         TimeoutAction,
     },
-    dma::{Direction, DmaPool, Mapping, PoolBlock},
+    dma::{Direction, DmaPool, Mapping},
     error::BlkStatus,
     irq::{Handler, IrqReturn},
     pci, KPage,
@@ -24,7 +24,7 @@ use nvme::{DsmRange, SglPolicy, SubmissionEntry, DSM_MAX_RANGES};
 use crate::{
     admin::Admin,
     batch_stats::{BatchStats, Counter},
-    dptr,
+    dptr::{self, ListPages, PrpStats},
     queue::{Done, Queue, SubmitError},
     ratelimit::warn_limited,
 };
@@ -44,8 +44,10 @@ pub(crate) struct Namespace {
 pub(crate) struct IoData {
     /// I/O queue pairs, hardware queue `i` is queue id `i + 1`.
     pub(crate) queues: KVec<Arc<Queue>>,
-    /// PRP list and DSM range pages.
+    /// PRP list, SGL and DSM range pages.
     pub(crate) pool: Arc<DmaPool>,
+    /// PRP list counters (debugfs `rnvme/rnvme<C>/prp`).
+    pub(crate) prp_stats: Arc<PrpStats>,
     /// The PCI device (DMA mappings).
     pub(crate) dev: pci::Device,
     /// The admin queue (Abort and controller disable after a timeout; also used by probe and
@@ -151,17 +153,17 @@ pub(crate) struct RqOwned {
     /// The data segments' DMA mappings (unmapped on drop), on the heap: the table is 2 KiB and
     /// `queue_rq`'s stack frame must stay small (issue 7: 8.9 KiB when it was held by value).
     _map: Option<KBox<Mapping<MAX_SEGS>>>,
-    /// PRP list or DSM range page (freed on drop).
-    _page: Option<PoolBlock>,
+    /// PRP list pages (chained), SGL or DSM range page (freed on drop).
+    _lists: ListPages,
 }
 
 impl RqOwned {
     /// The resources of a command with mapped data (user passthrough, `passthru`; its
     /// mapping table is built on the heap, off `queue_rq`'s stack, and moved in here).
-    pub(crate) fn data(map: Option<KBox<Mapping<MAX_SEGS>>>, page: Option<PoolBlock>) -> Self {
+    pub(crate) fn data(map: Option<KBox<Mapping<MAX_SEGS>>>, lists: ListPages) -> Self {
         Self {
             _map: map,
-            _page: page,
+            _lists: lists,
         }
     }
 }
@@ -184,7 +186,7 @@ fn merge(a: &Bvec<KPage>, b: &Bvec<KPage>) -> Option<Bvec<KPage>> {
 }
 
 /// Maps an error of command preparation to the status blk-mq gets back.
-fn prep_status(e: Error) -> BlkStatus {
+pub(crate) fn prep_status(e: Error) -> BlkStatus {
     // Out of pool pages or mappings: let blk-mq retry later.
     if e == ENOMEM {
         BlkStatus::RESOURCE
@@ -250,7 +252,7 @@ impl IoOps {
                 let (dptr, page) = if policy.use_sgls(u64::from(rq.bytes()), nseg) {
                     dptr::build_sgl(segs, &data.pool)
                 } else {
-                    dptr::build(segs, &data.pool)
+                    dptr::build(segs, &data.pool, &data.prp_stats)
                 }
                 .map_err(prep_status)?;
                 let cmd = if write {
@@ -263,26 +265,20 @@ impl IoOps {
                     cmd,
                     RqOwned {
                         _map: Some(map),
-                        _page: page,
+                        _lists: page,
                     },
                 ))
             }
             Op::Flush => Ok((
                 SubmissionEntry::flush(ns.nsid),
-                RqOwned {
-                    _map: None,
-                    _page: None,
-                },
+                RqOwned::data(None, ListPages::none()),
             )),
             Op::WriteZeroes => {
                 let cmd = SubmissionEntry::write_zeroes(ns.nsid, slba, blocks, false)
                     .map_err(|_| BlkStatus::IOERR)?;
                 Ok((
                     cmd,
-                    RqOwned {
-                        _map: None,
-                        _page: None,
-                    },
+                    RqOwned::data(None, ListPages::none()),
                 ))
             }
             Op::Discard => {
@@ -309,10 +305,7 @@ impl IoOps {
                 .map_err(|_| BlkStatus::IOERR)?;
                 Ok((
                     cmd,
-                    RqOwned {
-                        _map: None,
-                        _page: Some(page),
-                    },
+                    RqOwned::data(None, ListPages::one(page)),
                 ))
             }
             Op::Other(op) if crate::passthru::is_user_op(op) => {

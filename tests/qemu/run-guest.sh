@@ -9,13 +9,14 @@
 #     -n, --nvme N           number of plain NVMe controllers, one namespace each on its own raw
 #                            image (default 1, or 0 when --ctrl/--topology is given)
 #         --nvme-size SIZE   plain controllers' image size (default 256M)
-#         --ctrl SPEC        add a controller (repeatable): serial=S[,ns=LBS:SIZE[+LBS:SIZE...]][,qpairs=N][,hotplug=1]
+#         --ctrl SPEC        add a controller (repeatable): serial=S[,ns=LBS:SIZE[+LBS:SIZE...]][,qpairs=N][,mdts=N][,hotplug=1]
 #                            e.g. serial=rnvme-a,ns=512:384M+4096:256M  serial=rnvme-q,qpairs=1
-#                            (default ns=512:64M; qpairs sets QEMU's max_ioqpairs). Namespace k is
+#                            (default ns=512:64M; qpairs sets QEMU's max_ioqpairs, mdts its Maximum
+#                            Data Transfer Size, 2^N pages, 0 = no limit; QEMU's default 7 = 512 KiB). Namespace k is
 #                            -device nvme-ns nsid=k with that logical = physical block size.
 #                            hotplug=1 (one namespace): the image is a -blockdev node and the
 #                            controller's own drive, so --monitor can unplug and re-plug it.
-#         --topology NAME    a named set of --ctrl (see the case below): proof, faults
+#         --topology NAME    a named set of --ctrl (see the case below): proof, chain, faults
 #         --keep-images DIR  after QEMU exits, move the images into DIR (host-side checks);
 #                            names: nvme<i>.img (plain), <serial>-n<nsid>.img (--ctrl)
 #         --reuse-images DIR use DIR/<serial>-n<nsid>.img (kept by an earlier run's --keep-images)
@@ -71,9 +72,15 @@ while (($#)); do
                 # controllers for the side-by-side fio comparison; rnvme-q: grants one I/O queue.
                 proof) ctrls+=("serial=rnvme-a,ns=512:384M+4096:256M" "serial=rnvme-b,ns=512:256M"
                                "serial=rnvme-c,ns=512:256M" "serial=rnvme-q,qpairs=1,ns=512:64M") ;;
+                # Chained PRP lists (scripts/test-driver.sh's second boot, 25-rnvme-chain.sh):
+                # rnvme-m, MDTS 10 (4 MiB; every proof controller has QEMU's default MDTS 7,
+                # 512 KiB). Not more: QEMU's controller fails a command of more than 1024 PRP
+                # entries (IOV_MAX mappings, hw/nvme/ctrl.c nvme_map_addr()), so with mdts=0 both
+                # drivers' 8 MiB commands would fail there.
+                chain) ctrls+=("serial=rnvme-m,mdts=10,ns=512:96M") ;;
                 # Issue 10's fault tests: one controller that QMP can unplug and plug in again.
                 faults) ctrls+=("serial=rnvme-f,ns=512:64M,hotplug=1") ;;
-                *) echo "unknown topology '$2' (proof, faults)" >&2; exit 3 ;;
+                *) echo "unknown topology '$2' (proof, chain, faults)" >&2; exit 3 ;;
             esac
             shift 2 ;;
         --keep-images) keep_images="$2"; shift 2 ;;
@@ -166,13 +173,14 @@ to_bytes() {
 ctrl_map=()
 hotplug_json=()
 for ((k = 0; k < ${#ctrls[@]}; k++)); do
-    serial="" nslist="512:64M" qpairs=0 hotplug=0
+    serial="" nslist="512:64M" qpairs=0 mdts="" hotplug=0
     IFS=, read -r -a kvs <<<"${ctrls[$k]}"
     for kv in "${kvs[@]}"; do
         case "$kv" in
             serial=*) serial="${kv#serial=}" ;;
             ns=*) nslist="${kv#ns=}" ;;
             qpairs=*) qpairs="${kv#qpairs=}" ;;
+            mdts=*) mdts="${kv#mdts=}" ;;
             hotplug=1) hotplug=1 ;;
             *) echo "--ctrl ${ctrls[$k]}: unknown field '$kv'" >&2; exit 3 ;;
         esac
@@ -185,6 +193,10 @@ for ((k = 0; k < ${#ctrls[@]}; k++)); do
     addr=$(printf '0x%02x' "$slot")
     opts="nvme,id=ctrl$k,serial=$serial,addr=$addr"
     ((qpairs > 0)) && opts+=",max_ioqpairs=$qpairs"
+    if [[ -n "$mdts" ]]; then
+        [[ "$mdts" =~ ^[0-9]+$ ]] && ((mdts < 256)) || { echo "--ctrl ${ctrls[$k]}: bad mdts" >&2; exit 3; }
+        opts+=",mdts=$mdts"
+    fi
     IFS=+ read -r -a nss <<<"$nslist"
     ((hotplug == 0 || ${#nss[@]} == 1)) ||
         { echo "--ctrl ${ctrls[$k]}: hotplug=1 takes one namespace" >&2; exit 3; }

@@ -80,18 +80,18 @@ pub(super) fn exec(inner: &Inner, cmd: &UserCmd, mut entry: SubmissionEntry) -> 
     } else {
         None
     };
-    // The PRP list page, if any: lives until the command is over (freed by its drop).
+    // The PRP list pages, if any: live until the command is over (freed by their drop).
     let _list = match &buf {
         Some(b) => {
             let seg = [MappedSegment {
                 addr: b.dma_handle(),
                 len: len as u32,
             }];
-            let (dp, page) = dptr::build(&seg, &io.pool)?;
+            let (dp, page) = dptr::build(&seg, &io.pool, &io.prp_stats)?;
             entry.set_data_pointer(dp);
             page
         }
-        None => None,
+        None => dptr::ListPages::none(),
     };
 
     // One admin command at a time (the admin lock); on every error path (a timeout included,

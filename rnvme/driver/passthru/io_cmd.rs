@@ -19,7 +19,7 @@ use kernel::{prelude::*, sync::Arc};
 use kernel_glue::{
     block::mq::{Op, Request},
     chardev::{Issued, UringCmd},
-    dma::{Direction, DmaPool, Mapping, PoolBlock},
+    dma::{Direction, Mapping},
     error::BlkStatus,
     sync::ArcSlot,
     user_rq::{blk_status_errno, UserRequest, UserStatus},
@@ -34,8 +34,8 @@ use super::{
     Inner, NsInfo, PtFile,
 };
 use crate::{
-    dptr,
-    io::{IoData, IoOps, MAX_SEGS},
+    dptr::{self, ListPages},
+    io::{prep_status, IoData, IoOps, MAX_SEGS},
 };
 
 /// The passthrough part of a request's shared PDU: the command to send, then its completion.
@@ -103,8 +103,8 @@ fn merge(a: &Bvec<KPage>, b: &Bvec<KPage>) -> Option<Bvec<KPage>> {
     Bvec::new(a.page(), a.offset(), a.len().checked_add(b.len())?).ok()
 }
 
-/// What a passthrough command holds until it completes: its mappings and PRP list page.
-pub(crate) type Held = (Option<KBox<Mapping<MAX_SEGS>>>, Option<PoolBlock>);
+/// What a passthrough command holds until it completes: its mappings and PRP list pages.
+pub(crate) type Held = (Option<KBox<Mapping<MAX_SEGS>>>, ListPages);
 
 /// Builds the command of passthrough request `rq` for `queue_rq`: the stored command with the
 /// data pointer of the request's mapped segments (PRPs), and what it holds. Not inlined, and
@@ -127,7 +127,7 @@ pub(crate) fn prepare(
         return Ok((cmd, (None, page)));
     }
     if rq.bytes() == 0 {
-        return Ok((cmd, (None, None)));
+        return Ok((cmd, (None, ListPages::none())));
     }
     let mut map = Mapping::<MAX_SEGS>::new_boxed(&data.dev, dir, GFP_ATOMIC)
         .map_err(|_| BlkStatus::RESOURCE)?;
@@ -153,21 +153,23 @@ pub(crate) fn prepare(
     }
     // A user buffer the PRP rules cannot describe (e.g. a segment not ending on a controller
     // page) fails the command, as `nvme_pci_setup_prps()` does ("Invalid SGL for payload").
-    let (dp, page) = dptr::build(map.segments(), &data.pool).map_err(|_| BlkStatus::IOERR)?;
+    let (dp, page) = dptr::build(map.segments(), &data.pool, &data.prp_stats)
+        .map_err(|_| BlkStatus::IOERR)?;
     cmd.set_data_pointer(dp);
     Ok((cmd, (Some(map), page)))
 }
 
 /// Sets the data pointer of a command whose data is in premapped `tag`: PRP1/PRP2 into the
 /// premapped data and list, nothing mapped or allocated; only at the list's chain boundary a
-/// list page of its own, filled from the tag's page table (returned, held until completion).
+/// list of its own (chained if it needs more than one page), filled from the tag's page table
+/// (returned, held until completion).
 fn premapped(
     data: &IoData,
     pt: &RqPassthru,
     cmd: &mut SubmissionEntry,
     tag: &Tag,
     write: bool,
-) -> Result<Option<PoolBlock>, BlkStatus> {
+) -> Result<ListPages, BlkStatus> {
     let offset = pt.tag_offset.load(Ordering::Relaxed);
     let len = pt.tag_len.load(Ordering::Relaxed);
     let page = match premap_prps(tag, tag.list_dma(), TagRange { offset, len })
@@ -175,17 +177,19 @@ fn premapped(
     {
         PremapPrps::Direct { prp1, prp2 } => {
             cmd.set_data_pointer(DataPointer::prp(prp1, prp2));
-            None
+            ListPages::none()
         }
         PremapPrps::PerIoList { prp1, entries } => {
-            let list = DmaPool::alloc(&data.pool).map_err(|_| BlkStatus::RESOURCE)?;
-            for (i, e) in entries.iter().enumerate() {
-                list.write(i * 8, &e.to_le_bytes())
-                    .map_err(|_| BlkStatus::IOERR)?;
-            }
-            cmd.set_data_pointer(DataPointer::prp(prp1, list.dma_handle()));
+            let (prp2, lists) = ListPages::prp_list(
+                &data.pool,
+                &data.prp_stats,
+                entries.len(),
+                entries.iter().copied(),
+            )
+            .map_err(prep_status)?;
+            cmd.set_data_pointer(DataPointer::prp(prp1, prp2));
             tag.count(Counter::IoPremappedListPerIo);
-            Some(list)
+            lists
         }
     };
     tag.buf().sync_for_device(offset, len, write);
