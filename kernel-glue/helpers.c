@@ -5,6 +5,7 @@
  */
 #include <linux/blk-mq.h>
 #include <linux/blkdev.h>
+#include <linux/completion.h>
 #include <linux/cpumask.h>
 #include <linux/dma-mapping.h>
 #include <linux/dmapool.h>
@@ -12,6 +13,7 @@
 #include <linux/interrupt.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/io.h>
+#include <linux/jiffies.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
@@ -349,6 +351,21 @@ void rnvme_glue_mutex_unlock(struct mutex *lock)
 void rnvme_glue_mutex_destroy(struct mutex *lock)
 {
 	mutex_destroy(lock);
+}
+
+void rnvme_glue_init_completion(struct completion *x)
+{
+	init_completion(x);
+}
+
+void rnvme_glue_reinit_completion(struct completion *x)
+{
+	reinit_completion(x);
+}
+
+unsigned long rnvme_glue_wait_for_completion_io_ms(struct completion *x, unsigned int ms)
+{
+	return wait_for_completion_io_timeout(x, msecs_to_jiffies(ms));
 }
 
 unsigned int rnvme_glue_num_online_cpus(void)

@@ -13,6 +13,7 @@
 #include <linux/types.h>
 
 struct blk_mq_tag_set;
+struct completion;
 struct blk_mq_tags;
 struct device;
 struct dma_pool;
@@ -138,6 +139,15 @@ int rnvme_glue_mutex_lock_interruptible(struct mutex *lock);
 void rnvme_glue_mutex_unlock(struct mutex *lock);
 /* mutex_destroy(). */
 void rnvme_glue_mutex_destroy(struct mutex *lock);
+/* init_completion(). */
+void rnvme_glue_init_completion(struct completion *x);
+/* reinit_completion(). */
+void rnvme_glue_reinit_completion(struct completion *x);
+/*
+ * wait_for_completion_io_timeout(x, msecs_to_jiffies(ms)): sleeps uninterruptibly (counted as
+ * I/O wait) until complete() or the timeout; 0 on a timeout, else the jiffies left (at least 1).
+ */
+unsigned long rnvme_glue_wait_for_completion_io_ms(struct completion *x, unsigned int ms);
 
 /* NVMe passthrough: character devices, user requests, io_uring commands. */
 #include "passthru.h"

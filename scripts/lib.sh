@@ -185,4 +185,6 @@ driver_initramfs_args() {
     # Batched submissions (queue_rqs) and completions (io_comp_batch) under fio QD32 and IOPOLL
     # (issue 9), checked with the driver's debugfs counters and the disk's own statistics.
     DRIVER_ARGS+=(--test "$gt/57-rnvme-batch.sh")
+    # The admin queue (issue 7): completions by interrupt, a reset after an admin timeout.
+    DRIVER_ARGS+=(--test "$gt/58-rnvme-admin-irq.sh")
 }

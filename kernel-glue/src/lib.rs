@@ -32,6 +32,7 @@ mod owned_pages;
 
 pub mod block;
 pub mod chardev;
+pub mod completion;
 pub mod debugfs;
 pub mod dma;
 pub mod error;

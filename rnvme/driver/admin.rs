@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Synchronous admin commands on the admin queue, completed by polling with bounded sleeps,
-//! and the controller disable that ends a timed-out one.
+//! Synchronous admin commands on the admin queue, completed by its interrupt, and what a
+//! timed-out one does to the controller.
 //!
 //! C header: [`include/linux/nvme.h`](srctree/include/linux/nvme.h)
 //!
@@ -9,23 +9,56 @@
 //! controller reset, `reset.rs`) and for user passthrough, always from process context and one
 //! at a time: every command holds the admin lock (a sleeping lock; a waiter in a user's ioctl
 //! can be interrupted) while it runs on tag 0, and a reset holds it from the disable to the
-//! re-created I/O queues. The admin completion queue's interrupt is not used.
+//! re-created I/O queues.
+//!
+//! Completions: as `nvme_pci_enable()`, `nvme_pci_configure_admin_queue()` and
+//! `queue_request_irq()` for queue 0 in `drivers/nvme/host/pci.c`, the admin completion queue
+//! interrupts on vector 0 ([`AdminIrq`]). `ctrl.rs` allocates one vector and requests the
+//! interrupt before it enables the controller, so even the probe's first commands (Identify
+//! Controller, Set Features Number of Queues) complete by interrupt; then, as
+//! `nvme_setup_irqs()`, it frees both, allocates every vector and requests the admin interrupt
+//! again on vector 0 (shared with I/O queue 1 when there is a single vector, and then it reports
+//! `IRQ_NONE` when its queue has nothing posted). The handler reaps the queue
+//! (`Queue::drain`: every entry validated by `nvme::accept_completion`; a stale or duplicate
+//! entry is dropped, so only the command in flight on tag 0 can be completed, once), stores the
+//! completion in a slot and signals a completion (`struct completion`), both under the slot's
+//! IRQ-safe lock; the waiter clears the slot and re-arms the completion before it submits, then
+//! sleeps on it in slices of at most [`WAIT_SLICE_MS`] up to the command's timeout, taking the
+//! slot when woken. No lost wake-up: a completion signalled before the waiter sleeps is counted
+//! and the wait returns at once; after every slice that ended without a signal the waiter reaps
+//! the queue itself (a missed interrupt, as `nvme_timeout()` first polls the queue), so even a
+//! lost interrupt only delays it. Without a registered interrupt (between the two
+//! registrations at probe, when no command runs, and after it was released at removal) a
+//! command is polled with 1 ms sleeps. Debugfs
+//! `rnvme/rnvme<C>/admin` counts both kinds of completion, timeouts and resets.
 //!
 //! An admin command that does not complete in time may still be executed by the controller,
 //! which could then write its data buffer at any time. As `nvme_timeout()` in
 //! `drivers/nvme/host/pci.c` does for the admin queue (`nvme_dev_disable()`), the controller is
 //! disabled before the timeout is reported, so the caller frees its buffers normally: once CC.EN
 //! is clear and CSTS.RDY reads 0 the controller has dropped every queue and command; if it does
-//! not get there within CAP.TO, bus mastering is turned off, which stops its DMA at the bus.
+//! not get there within CAP.TO, bus mastering is turned off, which stops its DMA at the bus. The
+//! command then fails with `EINTR`, the C driver's errno for a cancelled command
+//! (`nvme_execute_rq()` in `drivers/nvme/host/core.c`). If the controller was live and bound
+//! (not probing or removing), a reset is owed (`nvme::CtrlState::ResetPending`, as
+//! `nvme_try_sched_reset()`): the caller runs `reset.rs` once it has released the admin queue
+//! (the reset takes it itself) in process context: the user passthrough path right after the
+//! failed command, the I/O timeout handler after a failed Abort. Until then admin commands fail
+//! with `ENODEV` and I/O waits for the reset. A timeout while probing, removing or during a
+//! reset disables the controller for good (`nvme::CtrlState::after_admin_timeout`).
 
-use core::sync::atomic::{AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
-use kernel::{prelude::*, sync::Arc};
+use kernel::{c_str, prelude::*, sync::Arc};
 use kernel_glue::{
+    completion::Completion,
+    debugfs::DebugCounters,
     dma::CoherentAllocation,
     io::Bar,
+    irq::{Handler, IrqReturn},
     mutex::{SleepLock, SleepLockGuard},
     pci,
+    sync::IrqSpinLock,
     time::msleep,
 };
 use nvme::{CtrlState, DataPointer, Disable, InitError, Poll, SubmissionEntry};
@@ -37,11 +70,41 @@ use crate::{
 
 /// Admin queue entries (`NVME_AQ_DEPTH`).
 pub(crate) const ADMIN_DEPTH: u32 = 32;
-/// How long a driver admin command may take before it fails with `ETIMEDOUT` (`NVME_ADMIN_TIMEOUT`
-/// is 60 s; QEMU answers in microseconds).
+/// How long a driver admin command may take before it fails (`NVME_ADMIN_TIMEOUT` is 60 s;
+/// QEMU answers in microseconds).
 pub(crate) const ADMIN_TIMEOUT_MS: u32 = 10_000;
-/// Sleep between completion polls.
+/// Sleep between completion polls (while no interrupt is registered).
 const POLL_MS: u32 = 1;
+/// Longest sleep on the completion before the waiter reaps the queue itself (a missed
+/// interrupt) and sleeps again; also keeps every uninterruptible sleep short.
+pub(crate) const WAIT_SLICE_MS: u32 = 1000;
+
+/// Counters in debugfs `rnvme/rnvme<C>/admin`.
+#[derive(Clone, Copy)]
+pub(crate) enum Counter {
+    /// Admin commands submitted.
+    Commands = 0,
+    /// Completions reaped by the interrupt handler.
+    IrqCompletions,
+    /// Completions reaped by the waiter (polled before the interrupt exists, or after a slice
+    /// without a wake-up).
+    PolledCompletions,
+    /// Admin commands that timed out.
+    Timeouts,
+    /// Controller resets started (any cause).
+    Resets,
+    /// Of those, resets owed by an admin command timeout.
+    ResetsAfterAdminTimeout,
+}
+
+const NAMES: [&kernel::str::CStr; 6] = [
+    c_str!("commands"),
+    c_str!("irq_completions"),
+    c_str!("polled_completions"),
+    c_str!("timeouts"),
+    c_str!("resets"),
+    c_str!("resets_after_admin_timeout"),
+];
 
 /// Runs the controller disable sequence (CC.EN=0, wait for CSTS.RDY=0) to its end, bounded by
 /// CAP.TO (and `Disable`'s poll budget whatever the clock).
@@ -60,13 +123,103 @@ pub(crate) fn disable_ctrl(bar: &Bar) -> core::result::Result<(), InitError> {
     }
 }
 
+/// What the admin queue's interrupt handler and the waiting command share: the queue, the
+/// completion of the command in flight on tag 0, and the event its waiter sleeps on.
+pub(crate) struct AdminReap {
+    q: Arc<Queue>,
+    /// The completion of tag 0's current command, once reaped (taken by the waiter).
+    slot: IrqSpinLock<Option<Done>>,
+    /// Signalled (under `slot`'s lock) when `slot` was filled.
+    event: Completion,
+    counters: Option<DebugCounters>,
+}
+
+impl AdminReap {
+    /// Reaps the admin completion queue; a valid completion of tag 0 goes to the slot and
+    /// wakes the waiter. Returns whether one did. Any context.
+    fn reap(&self, by_irq: bool) -> bool {
+        let mut done = [Done::EMPTY; 4];
+        // The slot's lock is held across the drain: a waiter's own reap then never runs between
+        // another reaper's drain and its store, so "nothing in the slot after my reap" means
+        // nothing was posted when it looked.
+        let mut slot = self.slot.lock();
+        let n = self.q.drain(&mut done);
+        let mut got = false;
+        for d in done.iter().take(n) {
+            // Only tag 0 is ever submitted; the command id table let this entry through once.
+            if d.tag == 0 {
+                *slot = Some(*d);
+                // Under the lock: a waiter that finds the slot filled knows the signal was
+                // given (it re-arms the event before its next command).
+                self.event.complete();
+                got = true;
+            }
+        }
+        drop(slot);
+        if got {
+            self.count(if by_irq {
+                Counter::IrqCompletions
+            } else {
+                Counter::PolledCompletions
+            });
+        }
+        got
+    }
+
+    /// Takes the stored completion, if any.
+    fn take(&self) -> Option<Done> {
+        self.slot.lock().take()
+    }
+
+    fn count(&self, c: Counter) {
+        if let Some(k) = &self.counters {
+            k.add(c as usize, 1);
+        }
+    }
+}
+
+/// The admin queue's interrupt handler (`nvme_irq()` for queue 0), registered on vector 0.
+pub(crate) struct AdminIrq {
+    reap: Arc<AdminReap>,
+    /// Whether the line may be shared (a single vector or INTx): then report `None` when
+    /// nothing was posted on the admin queue.
+    shared: bool,
+}
+
+impl AdminIrq {
+    /// The handler for `admin`'s queue; `shared` as the registration's flag.
+    pub(crate) fn new(admin: &Admin, shared: bool) -> Result<Arc<Self>> {
+        Ok(Arc::new(
+            Self {
+                reap: admin.reap.clone(),
+                shared,
+            },
+            GFP_KERNEL,
+        )?)
+    }
+}
+
+impl Handler for AdminIrq {
+    fn handle(&self) -> IrqReturn {
+        if self.shared && !self.reap.q.pending() {
+            return IrqReturn::None;
+        }
+        self.reap.reap(true);
+        IrqReturn::Handled
+    }
+}
+
 /// The admin queue, and the controller's state.
 pub(crate) struct Admin {
-    q: Arc<Queue>,
+    reap: Arc<AdminReap>,
     bar: Arc<Bar>,
     dev: pci::Device,
     /// `nvme::CtrlState` as a byte.
     state: AtomicU8,
+    /// Whether an admin timeout may leave a reset owed (bound, not probing or removing).
+    recoverable: AtomicBool,
+    /// Whether the interrupt handler is registered (else completions are polled).
+    irq: AtomicBool,
     /// Held by whoever runs admin commands (one at a time on tag 0).
     lock: SleepLock<()>,
 }
@@ -79,20 +232,35 @@ pub(crate) struct Session<'a> {
 }
 
 impl Admin {
-    /// Wraps admin queue pair `q` (queue id 0) of the controller at `bar` of `dev`.
-    pub(crate) fn new(q: Arc<Queue>, bar: Arc<Bar>, dev: pci::Device) -> Result<Self> {
+    /// Wraps admin queue pair `q` (queue id 0) of the controller at `bar` of `dev`, instance
+    /// `instance` (debugfs counters; without debugfs they are left out).
+    pub(crate) fn new(q: Arc<Queue>, bar: Arc<Bar>, dev: pci::Device, instance: u32) -> Result<Self> {
+        let counters =
+            DebugCounters::new(format_args!("rnvme{}", instance), c_str!("admin"), &NAMES)
+                .ok();
+        let reap = Arc::new(
+            AdminReap {
+                q,
+                slot: IrqSpinLock::new(None)?,
+                event: Completion::new()?,
+                counters,
+            },
+            GFP_KERNEL,
+        )?;
         Ok(Self {
-            q,
+            reap,
             bar,
             dev,
             state: AtomicU8::new(CtrlState::Live.as_u8()),
+            recoverable: AtomicBool::new(false),
+            irq: AtomicBool::new(false),
             lock: SleepLock::new(())?,
         })
     }
 
     /// The admin queue pair.
     pub(crate) fn queue(&self) -> &Arc<Queue> {
-        &self.q
+        &self.reap.q
     }
 
     /// BAR0 of the controller.
@@ -103,6 +271,23 @@ impl Admin {
     /// The PCI device.
     pub(crate) fn dev(&self) -> &pci::Device {
         &self.dev
+    }
+
+    /// Counts `c` in debugfs.
+    pub(crate) fn count(&self, c: Counter) {
+        self.reap.count(c);
+    }
+
+    /// Completions are signalled by the interrupt handler from now on (`on`, once it is
+    /// registered) or polled (before it is freed).
+    pub(crate) fn set_irq(&self, on: bool) {
+        self.irq.store(on, Ordering::Release);
+    }
+
+    /// Whether a timed-out admin command leaves a reset owed (`true` once probe is done,
+    /// `false` when removal starts: `NVME_CTRL_LIVE` vs `CONNECTING`/`DELETING`).
+    pub(crate) fn set_recoverable(&self, on: bool) {
+        self.recoverable.store(on, Ordering::Release);
     }
 
     /// The controller state.
@@ -151,6 +336,11 @@ impl Admin {
             return;
         }
         pr_err!("{}: {}: disabling the controller\n", self.dev.name(), why);
+        self.disable_hw();
+    }
+
+    /// CC.EN=0 and wait for CSTS.RDY=0 (bounded by CAP.TO), else bus mastering off.
+    fn disable_hw(&self) {
         if let Err(e) = disable_ctrl(&self.bar) {
             pr_err!(
                 "{}: disable failed: {}; bus mastering off\n",
@@ -158,6 +348,24 @@ impl Admin {
                 e
             );
             self.dev.clear_bus_master();
+        }
+    }
+
+    /// An admin command timed out (the caller holds the admin queue): disables the controller
+    /// and moves the state as `nvme::CtrlState::after_admin_timeout` says (a reset owed, or
+    /// dead for good).
+    fn timed_out(&self) {
+        self.count(Counter::Timeouts);
+        let from = self.state();
+        let to = from.after_admin_timeout(self.recoverable.load(Ordering::Acquire));
+        if to == CtrlState::ResetPending && self.change_state(from, to) {
+            pr_err!(
+                "{}: admin command timeout: disabling the controller, reset follows\n",
+                self.dev.name()
+            );
+            self.disable_hw();
+        } else {
+            self.disable("admin command timeout");
         }
     }
 
@@ -196,41 +404,60 @@ impl Admin {
 }
 
 impl Session<'_> {
-    /// Runs `cmd` on tag 0 and waits up to `timeout_ms` for its completion; returns it
-    /// whatever its status. On a timeout the controller is disabled (see the module docs)
-    /// before `ETIMEDOUT` is returned, so buffers the command points at may be freed.
+    /// Runs `cmd` on tag 0 and waits up to `timeout_ms` for its completion (see the module
+    /// docs); returns it whatever its status. On a timeout the controller is disabled (see the
+    /// module docs) before the error is returned, so buffers the command points at may be
+    /// freed; the caller then runs the owed reset, if any, once it released the session.
     ///
     /// # Errors
     ///
-    /// `ENODEV` (the controller was disabled), `EBUSY` (tag 0 in use), `ETIMEDOUT`.
+    /// `ENODEV` (the controller is disabled, or waits for a reset), `EBUSY` (tag 0 in use),
+    /// `EINTR` (timed out: the command was cancelled).
     pub(crate) fn exec_done(&self, mut cmd: SubmissionEntry, timeout_ms: u32) -> Result<Done> {
         let a = self.admin;
-        if a.is_dead() {
+        if !a.state().admin_usable() {
             return Err(ENODEV);
         }
-        a.q.submit(0, &mut cmd, true).map_err(|_| EBUSY)?;
+        let r = &*a.reap;
+        // A new round: nothing of an earlier command is left (its completion was taken, or it
+        // was cancelled, so the command id table refuses its entry), and no signal either.
+        *r.slot.lock() = None;
+        r.event.reinit();
+        a.count(Counter::Commands);
+        r.q.submit(0, &mut cmd, true).map_err(|_| EBUSY)?;
         let mut waited = 0u32;
-        loop {
-            let mut done = [Done::EMPTY; 1];
-            if a.q.drain(&mut done) == 1 {
-                let [d] = done;
+        while waited < timeout_ms {
+            let step = if a.irq.load(Ordering::Acquire) {
+                let step = (timeout_ms - waited).min(WAIT_SLICE_MS);
+                if r.event.wait_timeout_ms(step) {
+                    if let Some(d) = r.take() {
+                        return Ok(d);
+                    }
+                }
+                step
+            } else {
+                msleep(POLL_MS);
+                POLL_MS
+            };
+            // No interrupt (not registered, or missed): reap the queue here.
+            r.reap(false);
+            if let Some(d) = r.take() {
                 return Ok(d);
             }
-            if waited >= timeout_ms {
-                pr_err!(
-                    "{}: admin command {:#x} timed out after {} ms\n",
-                    a.dev.name(),
-                    cmd.opcode(),
-                    waited
-                );
-                a.disable("admin command timeout");
-                // The controller no longer has the command: free the tag.
-                a.q.cancel(0);
-                return Err(kernel_glue::error::etimedout());
-            }
-            msleep(POLL_MS);
-            waited += POLL_MS;
+            waited = waited.saturating_add(step);
         }
+        pr_err!(
+            "{}: admin command {:#x} timed out after {} ms\n",
+            a.dev.name(),
+            cmd.opcode(),
+            waited
+        );
+        a.timed_out();
+        // The controller no longer has the command: free the tag. (A completion posted after
+        // the last look and reaped by the interrupt meanwhile stays in the slot, cleared by
+        // the next command: the command is reported as timed out, the controller was disabled.)
+        a.reap.q.cancel(0);
+        Err(EINTR)
     }
 
     /// Runs `cmd` and waits for its completion (bounded); returns the result dword(s).

@@ -18,13 +18,13 @@ use kernel_glue::{
     time::{msleep, num_online_cpus},
 };
 use nvme::{
-    active_namespaces, AdminQueue, Cap, Cns, DbbufLayout, Disable, Doorbells, Enable,
+    active_namespaces, AdminQueue, Cap, Cns, CtrlState, DbbufLayout, Disable, Doorbells, Enable,
     IdentifyController,
     IdentifyNamespace, Poll, QueueGrant, QueuePlan, ShutdownSeq, SubmissionEntry, REG_CAP,
 };
 
 use crate::{
-    admin::{Admin, ADMIN_DEPTH},
+    admin::{Admin, AdminIrq, ADMIN_DEPTH},
     io::{IoData, IoOps, Namespace, QueueIrq, MAX_SEGS},
     queue::{DbbufPages, Queue},
     regs::BarRegs,
@@ -94,6 +94,9 @@ pub(crate) struct Controller {
     disks: KVec<GenDisk<IoOps>>,
     /// I/O queue interrupt handlers (hold the tag set).
     irqs: KVec<irq::Registration<QueueIrq>>,
+    /// The admin queue's interrupt handler on vector 0 (freed after the I/O queues' handlers,
+    /// before the vectors).
+    admin_irq: Option<irq::Registration<AdminIrq>>,
     /// Interrupt vectors, freed once no handler is registered.
     _vectors: Vectors,
     /// Bus mastering and the enabled device: turned off before any memory the controller could
@@ -143,7 +146,22 @@ fn setup_shadow_doorbells(
     true
 }
 
-/// Reads the admin-polled Identify data of `cns`/`nsid`.
+/// Requests the admin queue's interrupt on vector 0 of `vectors` (`queue_request_irq()` for
+/// queue 0): shared with I/O queue 1 when it is the only vector (or INTx), as the I/O queues'
+/// handlers are. The admin queue's completions come by interrupt from then on.
+fn request_admin_irq(admin: &Admin, vectors: &Vectors) -> Result<irq::Registration<AdminIrq>> {
+    let shared = !vectors.is_msix() || vectors.count() == 1;
+    let reg = irq::Registration::new(
+        vectors.irq(0)?,
+        shared,
+        c_str!("rnvme"),
+        AdminIrq::new(admin, shared)?,
+    )?;
+    admin.set_irq(true);
+    Ok(reg)
+}
+
+/// Reads the Identify data of `cns`/`nsid`.
 fn identify(admin: &Admin, dev: &pci::Device, cns: Cns, nsid: u32) -> Result<KVec<u8>> {
     admin.exec_read_page(dev, |d| SubmissionEntry::identify(cns, nsid, d))
 }
@@ -167,11 +185,17 @@ impl Controller {
             cq_addr: aq.cq_addr(),
             entries: ADMIN_DEPTH as u16,
         });
+        let admin = Admin::new(aq, bar.clone(), dev.clone(), instance.0)?;
+        // One vector for the admin queue, its interrupt requested before the controller is
+        // enabled, as `nvme_pci_enable()` allocates it before `nvme_pci_configure_admin_queue()`
+        // (a controller may bind the admin completion queue to its vector when it is enabled:
+        // QEMU's signals vector 0 only if MSI-X was on then). Replaced below by the full set.
+        let first_vectors = Vectors::new(dev, 1, 1, 1)?;
+        let first_irq = request_admin_irq(&admin, &first_vectors)?;
         run_sm(|now| en.poll(&regs, now)).map_err(|e| {
             pr_err!("{}: enable failed: {}\n", dev.name(), e);
             ENODEV
         })?;
-        let admin = Admin::new(aq, bar.clone(), dev.clone())?;
 
         let idc = IdentifyController::parse(&identify(&admin, dev, Cns::Controller, 0)?)
             .map_err(|_| EIO)?;
@@ -188,8 +212,13 @@ impl Controller {
         let res = admin.exec(SubmissionEntry::set_num_queues(request).map_err(|_| EINVAL)?)?;
         let grant = QueueGrant::from_result(res as u32);
         // Interrupt vectors: the admin queue's plus one per interrupt-driven I/O queue (poll
-        // queues need none).
+        // queues need none). As `nvme_setup_irqs()`: the admin interrupt and the first vector
+        // are freed, all are allocated, and the admin interrupt is requested again on vector 0.
+        admin.set_irq(false);
+        drop(first_irq);
+        drop(first_vectors);
         let vectors = Vectors::new(dev, 1, wanted.min(u32::from(grant.pairs())).max(1) + 1, 1)?;
+        let admin_irq = request_admin_irq(&admin, &vectors)?;
         let io_vectors = vectors.count().saturating_sub(1).max(1);
         let plan = QueuePlan::new(wanted, wanted_poll, grant, io_vectors).map_err(|_| EINVAL)?;
         let depth = (params.queue_depth.clamp(2, crate::queue::MAX_DEPTH as u32))
@@ -302,6 +331,7 @@ impl Controller {
                 passthru: None,
                 disks: KVec::new(),
                 irqs,
+                admin_irq: Some(admin_irq),
                 set,
                 io,
                 rtd3e: idc.rtd3e(),
@@ -321,7 +351,7 @@ impl Controller {
             return Err(e);
         }
         // Character devices for passthrough: without them the disks still work.
-        match crate::passthru::Devices::new(this.instance.0, &this.io, &this.disks) {
+        match crate::passthru::Devices::new(this.instance.0, &this.io, &this.set, &this.disks) {
             Ok(d) => this.passthru = Some(d),
             Err(e) => pr_warn!(
                 "rnvme{}: no passthrough devices: {:?}\n",
@@ -329,6 +359,8 @@ impl Controller {
                 e
             ),
         }
+        // Bound: an admin timeout from now on resets the controller (`NVME_CTRL_LIVE`).
+        this.io.admin.set_recoverable(true);
         Ok(this)
     }
 
@@ -413,12 +445,14 @@ impl Controller {
     /// Deletes the disks, deletes the I/O queues, frees their interrupts and shuts the
     /// controller down (`nvme_remove()` order). What remains is freed by the drop.
     fn teardown(&mut self) {
-        // Passthrough devices first: waits for user commands in progress.
+        // Removing (`NVME_CTRL_DELETING`): an admin timeout disables the controller for good.
+        self.io.admin.set_recoverable(false);
+        // Passthrough devices first: waits for user commands in progress (and a reset one of
+        // them runs).
         self.passthru = None;
         // del_gendisk: waits for and drains outstanding I/O of each disk.
         self.disks = KVec::new();
-        let dead = self.io.admin.is_dead();
-        if !dead {
+        if self.io.admin.state() == CtrlState::Live {
             for q in self.io.queues.iter().rev() {
                 let qid = q.qid();
                 let cmds = [
@@ -438,7 +472,11 @@ impl Controller {
             }
         }
         self.irqs = KVec::new();
-        if !dead {
+        // Completions polled from here (the handler goes with the vectors).
+        self.io.admin.set_irq(false);
+        self.admin_irq = None;
+        // Not if a queue deletion timed out (the controller is disabled then).
+        if self.io.admin.state() == CtrlState::Live {
             let regs = BarRegs(&self.bar);
             let mut sd = ShutdownSeq::new(self.rtd3e);
             if let Err(e) = run_sm(|now| sd.poll(&regs, now)) {

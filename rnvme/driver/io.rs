@@ -554,7 +554,8 @@ impl Operations for IoOps {
         match data.admin.state() {
             // A reset is under way: it cancels this command (and sends the request again).
             nvme::CtrlState::Resetting => return TimeoutAction::ResetTimer,
-            nvme::CtrlState::Live => {}
+            // A timed-out admin command disabled it and left a reset owed: run it below.
+            nvme::CtrlState::Live | nvme::CtrlState::ResetPending => {}
             nvme::CtrlState::Dead => {
                 // Disabled: the command will never complete.
                 if q.cancel(tag) {
@@ -572,7 +573,9 @@ impl Operations for IoOps {
             );
             // First timeout of this submission: ask the controller to abort the command
             // (`nvme_timeout()` does the same); its completion then ends the request.
-            if !rq.shared().aborted.swap(true, Ordering::AcqRel) {
+            if data.admin.state() == nvme::CtrlState::Live
+                && !rq.shared().aborted.swap(true, Ordering::AcqRel)
+            {
                 if let Some(cid) = q.cid_of(tag) {
                     match data.admin.exec(SubmissionEntry::abort(q.qid(), cid)) {
                         // Dword 0 bit 0 clear: the command was aborted.

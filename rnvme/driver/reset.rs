@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Controller reset after an I/O timeout whose Abort did not help, the rnvme counterpart of
-//! `nvme_timeout()` -> `nvme_dev_disable()` + `nvme_reset_ctrl()` -> `nvme_reset_work()` in
-//! `drivers/nvme/host/pci.c`, run synchronously from the timeout handler.
+//! Controller reset after an I/O timeout whose Abort did not help, or after an admin command
+//! timeout, the rnvme counterpart of `nvme_timeout()` -> `nvme_dev_disable()` +
+//! `nvme_reset_ctrl()`/`nvme_try_sched_reset()` -> `nvme_reset_work()` in
+//! `drivers/nvme/host/pci.c`, run synchronously in process context: from the I/O timeout handler,
+//! or, for an admin command timeout, by whoever waited for the command once it released the
+//! admin queue (the user passthrough path; the I/O timeout handler when its Abort timed out).
 //!
 //! C header: [`include/linux/blk-mq.h`](srctree/include/linux/blk-mq.h)
 //!
-//! The sequence and its states are `nvme::recovery`'s: Live -> Resetting, quiesce every queue of
+//! The sequence and its states are `nvme::recovery`'s: Live (or ResetPending: the controller was
+//! disabled by a timed-out admin command, which left the reset owed) -> Resetting, quiesce every queue of
 //! the tag set, disable the controller (bounded by CAP.TO), cancel every command in flight
 //! (each request completes as host-aborted and is requeued, `nvme::decide_disposition`, at most
 //! `nvme::MAX_RETRIES` times), empty the rings, enable the controller on the same admin queue,
@@ -23,27 +27,40 @@ use kernel_glue::block::mq::TagSetRef;
 use nvme::{AdminQueue, CtrlState, Enable, QueueGrant, SubmissionEntry};
 
 use crate::{
-    admin::{disable_ctrl, Session, ADMIN_DEPTH},
+    admin::{disable_ctrl, Counter, Session, ADMIN_DEPTH},
     ctrl::run_sm,
     io::{IoData, IoOps, RqShared},
     regs::BarRegs,
 };
 
-/// Resets the controller of `data` whose tag set is `set`, if it is live and no reset is in
-/// progress; returns whether it is live afterwards.
+/// Resets the controller of `data` whose tag set is `set`, if it is live or a reset is owed
+/// (`CtrlState::ResetPending`) and no reset is in progress; returns whether it is live
+/// afterwards. Process context, without the admin queue (the reset takes it).
 pub(crate) fn reset(data: &IoData, set: &TagSetRef<'_, IoOps>) -> bool {
     let admin = &data.admin;
-    // The admin queue for the whole sequence (the timeout handler is never interrupted by a
-    // signal, so this only waits for a command in progress, bounded by its timeout).
+    // The admin queue for the whole sequence (this only waits for a command in progress,
+    // bounded by its timeout; a signal while waiting, possible when a user's command runs the
+    // owed reset, leaves it owed: the next I/O timeout runs it).
     let Ok(session) = admin.session() else {
         return false;
     };
-    if !admin.change_state(CtrlState::Live, CtrlState::Resetting) {
+    let from = admin.state();
+    if !from.can_start_reset() || !admin.change_state(from, CtrlState::Resetting) {
         return admin.state() == CtrlState::Live;
     }
     let name = admin.dev().name();
     let n = data.resets.fetch_add(1, Ordering::AcqRel) + 1;
-    pr_warn!("{}: resetting the controller (reset {})\n", name, n);
+    admin.count(Counter::Resets);
+    if from == CtrlState::ResetPending {
+        admin.count(Counter::ResetsAfterAdminTimeout);
+        pr_warn!(
+            "{}: resetting the controller after an admin command timeout (reset {})\n",
+            name,
+            n
+        );
+    } else {
+        pr_warn!("{}: resetting the controller (reset {})\n", name, n);
+    }
     set.quiesce();
     let ok = match disable_ctrl(admin.bar()) {
         Ok(()) => {

@@ -12,6 +12,14 @@
 //! again, then [`CtrlState::Live`] and unquiesce; if any step fails, [`CtrlState::Dead`]: the
 //! controller stays disabled and every request fails. A cancelled request is retried
 //! ([`decide_disposition`]) up to [`MAX_RETRIES`] times.
+//!
+//! An admin command that times out (`nvme_timeout()` for queue 0: `nvme_dev_disable()`, then
+//! `nvme_try_sched_reset()`) disables the controller at once, in the context that waited for it
+//! while it holds the admin queue; [`CtrlState::after_admin_timeout`] says what follows: from
+//! [`CtrlState::Live`], when a reset can run later ([`CtrlState::ResetPending`]: the controller
+//! is disabled, a reset is owed, and the first context that may sleep without the admin queue
+//! claims it, [`CtrlState::can_start_reset`]); otherwise (while probing or removing, or during a
+//! reset) [`CtrlState::Dead`].
 
 use crate::Status;
 
@@ -35,6 +43,10 @@ pub enum CtrlState {
     /// Disabled for good (a reset failed, or a timeout outside a reset's reach): every request
     /// fails until the controller is bound again.
     Dead = 2,
+    /// Disabled after an admin command timed out; a reset is owed and not yet started (the
+    /// C driver's `NVME_CTRL_RESETTING` with `reset_work` queued). Admin commands fail at once;
+    /// I/O waits for the reset, which cancels and requeues it.
+    ResetPending = 3,
 }
 
 impl CtrlState {
@@ -43,6 +55,7 @@ impl CtrlState {
         match v {
             0 => Self::Live,
             1 => Self::Resetting,
+            3 => Self::ResetPending,
             _ => Self::Dead,
         }
     }
@@ -53,8 +66,9 @@ impl CtrlState {
     }
 
     /// Whether `self -> next` is allowed (`nvme_change_ctrl_state()`): a reset starts only
-    /// from [`CtrlState::Live`], ends in [`CtrlState::Live`] or [`CtrlState::Dead`]; anything
-    /// may die; nothing leaves [`CtrlState::Dead`].
+    /// from [`CtrlState::Live`] or an owed one ([`CtrlState::ResetPending`], entered only from
+    /// [`CtrlState::Live`]), ends in [`CtrlState::Live`] or [`CtrlState::Dead`]; anything may
+    /// die; nothing leaves [`CtrlState::Dead`].
     ///
     /// # Examples
     ///
@@ -62,15 +76,56 @@ impl CtrlState {
     /// use nvme::CtrlState::*;
     /// assert!(Live.can_become(Resetting) && Resetting.can_become(Live));
     /// assert!(!Resetting.can_become(Resetting));    // one reset at a time
+    /// assert!(Live.can_become(ResetPending) && ResetPending.can_become(Resetting));
+    /// assert!(!Resetting.can_become(ResetPending)); // a timeout during a reset kills
     /// assert!(!Dead.can_become(Live) && !Dead.can_become(Resetting));
     /// ```
     pub const fn can_become(self, next: Self) -> bool {
         matches!(
             (self, next),
-            (Self::Live, Self::Resetting)
+            (Self::Live | Self::ResetPending, Self::Resetting)
+                | (Self::Live, Self::ResetPending)
                 | (Self::Resetting, Self::Live)
-                | (Self::Live | Self::Resetting, Self::Dead)
+                | (
+                    Self::Live | Self::Resetting | Self::ResetPending,
+                    Self::Dead
+                )
         )
+    }
+
+    /// Whether a reset may start from this state (then to [`CtrlState::Resetting`]).
+    pub const fn can_start_reset(self) -> bool {
+        self.can_become(Self::Resetting)
+    }
+
+    /// Whether admin commands may be sent: the controller is enabled ([`CtrlState::Live`], or
+    /// [`CtrlState::Resetting`] once the reset has enabled it again: only the reset, which
+    /// holds the admin queue, sends them then).
+    pub const fn admin_usable(self) -> bool {
+        matches!(self, Self::Live | Self::Resetting)
+    }
+
+    /// The state after an admin command timed out in state `self` and the controller was
+    /// disabled (`nvme_timeout()` for queue 0): [`CtrlState::ResetPending`] if it was
+    /// [`CtrlState::Live`] and `recoverable` (a reset can run later: the controller is bound
+    /// and not being removed); [`CtrlState::Dead`] otherwise (probe, removal, or a timeout
+    /// during a reset, which then fails: `NVME_CTRL_CONNECTING`/`DELETING`/`RESETTING` in the C
+    /// driver disable without a new reset).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use nvme::CtrlState::*;
+    /// assert_eq!(Live.after_admin_timeout(true), ResetPending);
+    /// assert_eq!(Live.after_admin_timeout(false), Dead);
+    /// assert_eq!(Resetting.after_admin_timeout(true), Dead);
+    /// assert_eq!(ResetPending.after_admin_timeout(true), Dead);
+    /// ```
+    pub const fn after_admin_timeout(self, recoverable: bool) -> Self {
+        match self {
+            Self::Live if recoverable => Self::ResetPending,
+            _ => Self::Dead,
+        }
     }
 }
 

@@ -160,3 +160,142 @@ proptest! {
         }
     }
 }
+
+/// An Asynchronous Event Request (opcode 0x0c), which the simulated controller is told to hold.
+fn aer() -> SubmissionEntry {
+    let mut b = [0u8; 64];
+    b[0] = 0x0c;
+    SubmissionEntry::from_bytes(&b)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// An admin command times out (issue 7) with I/O in flight, and rnvme's `admin.rs` /
+    /// `reset.rs` decisions are applied: the controller is disabled, then
+    /// `CtrlState::after_admin_timeout` gives a reset owed (bound) or dead (probing, removing);
+    /// an owed reset is claimed once (`can_start_reset`), cancels and requeues what was in
+    /// flight and brings the controller back, unless it does not become ready again or an
+    /// admin command of the reset times out too (then dead, every request failed). Checked:
+    /// every state change is allowed, no admin command is sent while the state forbids it,
+    /// every request ends exactly once, a written request's data is on the namespace, and a
+    /// request fails only on a dead controller.
+    #[test]
+    fn admin_timeout_resets_or_fails_cleanly(
+        n in 0usize..24,
+        hang_after in prop_oneof![Just(None), (0u64..24).prop_map(Some)],
+        recoverable in any::<bool>(),
+        recovers in any::<bool>(),
+        timeout_in_reset in any::<bool>(),
+        seed in any::<u8>(),
+    ) {
+        let mut host = Host::new(SimConfig {
+            namespaces: vec![NsConfig::simple(1, 2048, 9)],
+            ..SimConfig::default()
+        });
+        host.enable(32).unwrap();
+        host.setup_io(1, 0, 64).unwrap();
+        host.ctrl.hang_after_io = hang_after;
+        host.ctrl.hold_admin = Some(0x0c);
+        let mut state = CtrlState::Live;
+        let mut ends: Vec<Option<End>> = vec![None; n];
+        for i in 0..n {
+            submit(&mut host, i, seed);
+        }
+        host.ring(1);
+        let reap = |host: &mut Host, ends: &mut Vec<Option<End>>| -> Result<(), TestCaseError> {
+            for (tag, c) in host.reap(1) {
+                let i = usize::from(tag);
+                prop_assert!(ends[i].is_none(), "request {} ended twice", i);
+                ends[i] = Some(if c.status.is_success() { End::Ok } else { End::Failed });
+            }
+            Ok(())
+        };
+        // The admin command never completes: the waiter times out (the I/O queue runs
+        // meanwhile, unless the controller hangs).
+        prop_assert!(state.admin_usable());
+        prop_assert!(host.admin(aer()).is_err(), "the held command completed");
+        reap(&mut host, &mut ends)?;
+        // `Admin::timed_out`: disable, then the state the timeout leads to.
+        prop_assert!(host.disable().is_ok());
+        let next = state.after_admin_timeout(recoverable);
+        change(&mut state, next);
+        prop_assert_eq!(state, if recoverable { CtrlState::ResetPending } else { CtrlState::Dead });
+        // Admin commands are refused until the reset (`Session::exec_done`: ENODEV).
+        prop_assert!(!state.admin_usable());
+        let in_flight: Vec<u16> = host.queues[1].cids.in_flight_tags().collect();
+        if state == CtrlState::ResetPending {
+            // The reset is claimed once: whoever comes second finds it running.
+            prop_assert!(state.can_start_reset());
+            change(&mut state, CtrlState::Resetting);
+            prop_assert!(!state.can_start_reset());
+            let mut again = Vec::new();
+            for tag in in_flight {
+                prop_assert!(host.queues[1].cids.cancel(tag));
+                let i = usize::from(tag);
+                prop_assert_eq!(
+                    decide_disposition(Status::HOST_ABORTED, 0, false),
+                    Disposition::Retry
+                );
+                again.push(i);
+            }
+            if !recovers {
+                host.ctrl.regs.behaviour.ready_after_ms = None;
+            }
+            if timeout_in_reset {
+                // Set Features (Number of Queues) of the reset times out too.
+                host.ctrl.hold_admin = Some(0x09);
+            }
+            let enabled = host.enable(32).is_ok();
+            prop_assert!(state.admin_usable(), "the reset sends its commands");
+            let back = enabled && host.setup_io(1, 0, 64).is_ok();
+            if back {
+                change(&mut state, CtrlState::Live);
+                for &i in &again {
+                    submit(&mut host, i, seed);
+                }
+                host.ring(1);
+                for _ in 0..8 {
+                    host.ctrl.process(&mut host.bus);
+                    reap(&mut host, &mut ends)?;
+                }
+                prop_assert!(host.queues[1].cids.in_flight() == 0, "requests left after the reset");
+                // Admin commands work again.
+                host.ctrl.hold_admin = None;
+                prop_assert!(host.admin(SubmissionEntry::set_num_queues(1).unwrap()).is_ok());
+            } else {
+                // A failed enable, or an admin timeout during the reset: dead for good.
+                if enabled {
+                    prop_assert_eq!(state.after_admin_timeout(true), CtrlState::Dead);
+                }
+                change(&mut state, CtrlState::Dead);
+                for i in again {
+                    prop_assert!(ends[i].is_none());
+                    ends[i] = Some(End::Failed);
+                }
+            }
+        } else {
+            // Dead: the I/O timeout handler fails every request still in flight.
+            for tag in in_flight {
+                prop_assert!(host.queues[1].cids.cancel(tag));
+                let i = usize::from(tag);
+                prop_assert!(ends[i].is_none());
+                ends[i] = Some(End::Failed);
+            }
+            prop_assert!(!state.can_start_reset());
+        }
+        for (i, end) in ends.iter().enumerate() {
+            prop_assert!(end.is_some(), "request {} never ended", i);
+            if *end == Some(End::Failed) {
+                prop_assert_eq!(state, CtrlState::Dead, "request {} failed on a live controller", i);
+            } else {
+                let start = i * LEN;
+                let data = &host.ctrl.namespaces[&1].data[start..start + LEN];
+                prop_assert_eq!(data, &pattern(i, seed)[..], "request {} data", i);
+            }
+        }
+        if recoverable && recovers && !timeout_in_reset {
+            prop_assert_eq!(state, CtrlState::Live);
+        }
+    }
+}

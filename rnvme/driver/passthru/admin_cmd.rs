@@ -13,9 +13,11 @@
 //! for it can be interrupted by a signal: `EINTR`), whose holder is bounded by its command's
 //! timeout.
 //!
-//! A command that times out disables the controller before `ETIMEDOUT` is returned
-//! (`Admin::exec_done`, as `nvme_timeout()` in `drivers/nvme/host/pci.c` resets the controller
-//! for a timed-out admin command), so the bounce buffer and PRP list are freed on every path.
+//! A command that times out disables the controller before `EINTR` is returned (the C driver's
+//! errno for it, `nvme_execute_rq()` in `drivers/nvme/host/core.c`; `Admin::exec_done`), so the
+//! bounce buffer and PRP list are freed on every path; then, the admin queue released, this
+//! caller resets the controller (`reset.rs`, as `nvme_timeout()` in `drivers/nvme/host/pci.c`
+//! schedules a reset for a timed-out admin command) before it returns.
 
 use kernel::{prelude::*, uaccess::UserSlice};
 use kernel_glue::dma::{CoherentAllocation, MappedSegment};
@@ -58,7 +60,8 @@ fn copy(buf: &CoherentAllocation, addr: u64, len: usize, to_device: bool) -> Res
 /// # Errors
 ///
 /// `EINVAL` (metadata, too long), `EFAULT` (bad user buffer), `ENOMEM`, `EINTR` (a signal
-/// while waiting for another admin command), `ETIMEDOUT` (the controller was then disabled), `ENODEV` (the controller is disabled).
+/// while waiting for another admin command; or the command timed out: the controller was then
+/// disabled and reset), `ENODEV` (the controller is disabled or waits for a reset).
 pub(super) fn exec(inner: &Inner, cmd: &UserCmd, mut entry: SubmissionEntry) -> Result<(i32, u64)> {
     let len = if cmd.has_data() { cmd.data_len } else { 0 };
     // No metadata on the admin queue (`nvme_map_user_request()`: no integrity profile).
@@ -105,15 +108,24 @@ pub(super) fn exec(inner: &Inner, cmd: &UserCmd, mut entry: SubmissionEntry) -> 
     Ok((i32::from(status), result))
 }
 
-/// Runs `entry` on the admin queue (waiting for the admin lock, interruptibly) and polls for
+/// Runs `entry` on the admin queue (waiting for the admin lock, interruptibly) and waits for
 /// its completion, bounded by the command's timeout (on a timeout the controller is disabled,
-/// see `Admin::exec_done`).
+/// see `Admin::exec_done`, and then reset here if the timeout left a reset owed).
 fn run(inner: &Inner, entry: SubmissionEntry, timeout_ms: u32) -> Result<(u16, u64)> {
     let limit = if timeout_ms == 0 {
         DEFAULT_TIMEOUT_MS
     } else {
         timeout_ms
     };
-    let d = inner.io.admin.exec_done(entry, limit)?;
-    Ok((d.status.code(), d.result))
+    let admin = &inner.io.admin;
+    match admin.exec_done(entry, limit) {
+        Ok(d) => Ok((d.status.code(), d.result)),
+        Err(e) => {
+            // The session is released: run the reset the timeout left owed (process context).
+            if admin.state() == nvme::CtrlState::ResetPending {
+                crate::reset::reset(&inner.io, &inner.set.set_ref());
+            }
+            Err(e)
+        }
+    }
 }

@@ -24,7 +24,7 @@ pub(crate) use premap::load_params as load_premap_params;
 
 use kernel::{prelude::*, sync::Arc, uaccess::UserSlice};
 use kernel_glue::{
-    block::mq::GenDisk,
+    block::mq::{GenDisk, TagSet},
     chardev::{capable_sys_admin, CharDev, FileOps, Issued, UringCmd},
     user_rq::DiskRef,
 };
@@ -59,6 +59,8 @@ pub(crate) struct NsInfo {
 pub(crate) struct Inner {
     /// I/O queues, admin queue, DMA pool, device.
     io: Arc<IoData>,
+    /// The I/O tag set (a controller reset after an admin command timeout quiesces it).
+    set: Arc<TagSet<IoOps>>,
     /// The Commands Supported and Effects log, if the controller has one (permission checks).
     effects_log: Option<KVec<u8>>,
     /// The namespaces with a disk.
@@ -129,7 +131,12 @@ impl Devices {
     /// Creates `/dev/rnvme<instance>` and `/dev/rng<instance>n<nsid>` for each disk. (Not
     /// inlined: probe's stack frame is already large.)
     #[inline(never)]
-    pub(crate) fn new(instance: u32, io: &Arc<IoData>, disks: &[GenDisk<IoOps>]) -> Result<Self> {
+    pub(crate) fn new(
+        instance: u32,
+        io: &Arc<IoData>,
+        set: &Arc<TagSet<IoOps>>,
+        disks: &[GenDisk<IoOps>],
+    ) -> Result<Self> {
         let mut ns = KVec::new();
         for d in disks {
             ns.push(
@@ -150,6 +157,7 @@ impl Devices {
         let inner = Arc::new(
             Inner {
                 io: io.clone(),
+                set: set.clone(),
                 effects_log: read_effects(io),
                 ns,
                 stats: Stats::new(instance)?,

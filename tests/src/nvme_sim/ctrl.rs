@@ -104,6 +104,10 @@ pub struct SimController {
     /// stay unposted) once this many I/O commands were executed in total, until it is
     /// disabled: a disable (controller reset) cures the hang.
     pub hang_after_io: Option<u64>,
+    /// Admin commands with this opcode are fetched but never completed (as QEMU's controller
+    /// holds an Asynchronous Event Request until an event happens): their waiter times out.
+    /// A disable drops them with the queues.
+    pub hold_admin: Option<u8>,
 }
 
 impl SimController {
@@ -128,6 +132,7 @@ impl SimController {
             bad_doorbells: 0,
             executed: (0, 0),
             hang_after_io: None,
+            hold_admin: None,
         }
     }
 
@@ -208,6 +213,9 @@ impl SimController {
                     self.exec_io(bus, &cmd)
                 };
                 let cid = u16::from_le_bytes([cmd[2], cmd[3]]);
+                if sqid == 0 && self.hold_admin == Some(cmd[0]) {
+                    continue;
+                }
                 let Outcome { status, result } = out;
                 self.pending.push(PendingCqe {
                     cqid: sq.cqid,

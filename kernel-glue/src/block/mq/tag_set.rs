@@ -172,6 +172,17 @@ impl<T: Operations> TagSet<T> {
         }
     }
 
+    /// This tag set as a [`TagSetRef`] (quiesce, unquiesce, requests by tag), e.g. for a
+    /// controller reset started outside a blk-mq callback.
+    pub fn set_ref(&self) -> TagSetRef<'_, T> {
+        // INVARIANT: `self.raw()` is our live tag set (type invariant, never null: it points
+        // into the boxed `inner`), alive while `self` is borrowed.
+        TagSetRef {
+            set: NonNull::from(&self.inner.raw).cast(),
+            _p: PhantomData,
+        }
+    }
+
     /// The request holding `tag` on hardware queue `hctx_idx`, if any (`blk_mq_tag_to_rq()`).
     ///
     /// The request may be idle or belong to another submission than the caller expects: the
