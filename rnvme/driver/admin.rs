@@ -139,15 +139,14 @@ impl AdminReap {
     /// wakes the waiter. Returns whether one did. Any context.
     fn reap(&self, by_irq: bool) -> bool {
         let mut done = [Done::EMPTY; 4];
-        // The slot's lock is held across the drain: a waiter's own reap then never runs between
-        // another reaper's drain and its store, so "nothing in the slot after my reap" means
-        // nothing was posted when it looked.
-        let mut slot = self.slot.lock();
+        // (The queue's lock is released before the slot's is taken: both are kernel-glue
+        // IRQ-safe locks of one lockdep class, never nested.)
         let n = self.q.drain(&mut done);
         let mut got = false;
         for d in done.iter().take(n) {
             // Only tag 0 is ever submitted; the command id table let this entry through once.
             if d.tag == 0 {
+                let mut slot = self.slot.lock();
                 *slot = Some(*d);
                 // Under the lock: a waiter that finds the slot filled knows the signal was
                 // given (it re-arms the event before its next command).
@@ -155,7 +154,6 @@ impl AdminReap {
                 got = true;
             }
         }
-        drop(slot);
         if got {
             self.count(if by_irq {
                 Counter::IrqCompletions
@@ -446,17 +444,25 @@ impl Session<'_> {
             }
             waited = waited.saturating_add(step);
         }
+        // Take the command back from the command id table; if it is no longer there, a reaper
+        // (the interrupt handler, between its drain and its store) accepted its completion just
+        // now and is about to store it and signal.
+        if !r.q.cancel(0) {
+            // Returns at once when the signal was given already; bounded by a slice anyway.
+            r.event.wait_timeout_ms(WAIT_SLICE_MS);
+            if let Some(d) = r.take() {
+                return Ok(d);
+            }
+        }
         pr_err!(
             "{}: admin command {:#x} timed out after {} ms\n",
             a.dev.name(),
             cmd.opcode(),
             waited
         );
+        // The tag is free (cancelled above: a late completion of the command is refused), and
+        // the controller is disabled before the caller frees the command's buffers.
         a.timed_out();
-        // The controller no longer has the command: free the tag. (A completion posted after
-        // the last look and reaped by the interrupt meanwhile stays in the slot, cleared by
-        // the next command: the command is reported as timed out, the controller was disabled.)
-        a.reap.q.cancel(0);
         Err(EINTR)
     }
 
