@@ -158,8 +158,29 @@ fn iterate_bvec<P: Page, S: Step<P> + ?Sized>(
     let mut skip = *off;
     while let Some((bv, tail)) = rest.split_first() {
         let bv_len = bv.len() as usize;
+        // Fast path, the common shape (a page-sized or smaller entry inside one page, from its
+        // start, wholly wanted): one step, no page split, no partial-segment bookkeeping. Same
+        // result as the general path below, which `part == bv_len` reduces to.
+        let bv_off = bv.offset() as usize;
+        if skip == 0 && bv_len <= len && bv_off.wrapping_add(bv_len) <= PAGE_SIZE {
+            let remain = min(
+                step.page(bv.page(), bv_off, total.wrapping_sub(len), bv_len),
+                bv_len,
+            );
+            // `bv_len - remain <= bv_len <= len`: no wrap.
+            len = len.wrapping_sub(bv_len - remain);
+            if remain != 0 {
+                skip = bv_len - remain;
+                break;
+            }
+            rest = tail;
+            if len == 0 {
+                break;
+            }
+            continue;
+        }
         // `skip <= bv_len <= u32::MAX` and `bv_offset <= u32::MAX`: the sum cannot wrap.
-        let offset = (bv.offset() as usize).wrapping_add(skip);
+        let offset = bv_off.wrapping_add(skip);
         let in_page = offset & PAGE_MASK;
         // `skip < bv_len` (the position invariant), so a plain subtraction would do; saturating
         // (2 instructions per page) keeps an inconsistent state from reaching memory outside
@@ -207,6 +228,25 @@ fn iterate_folios<P: Page, S: Step<P> + ?Sized>(
     let mut skip = *off;
     while let Some((folio, tail)) = rest.split_first() {
         let fsize = folio.size();
+        // Fast path, the common shape (a single-page folio from its start, wholly wanted): one
+        // step of a whole page. Same result as the general path below.
+        if skip == 0 && fsize == PAGE_SIZE && len >= PAGE_SIZE {
+            let remain = min(
+                step.page(folio.head(), 0, total.wrapping_sub(len), PAGE_SIZE),
+                PAGE_SIZE,
+            );
+            // `PAGE_SIZE - remain <= PAGE_SIZE <= len`: no wrap.
+            len = len.wrapping_sub(PAGE_SIZE - remain);
+            if remain != 0 {
+                skip = PAGE_SIZE - remain;
+                break;
+            }
+            rest = tail;
+            if len == 0 {
+                break;
+            }
+            continue;
+        }
         let mut remain = 0;
         if skip < fsize {
             let in_page = skip & PAGE_MASK;
