@@ -145,7 +145,15 @@ long rnvme_glue_dma_map_page_runs(struct device *dev, struct page *const *pages,
 		while (i + len / PAGE_SIZE < n && len < max &&
 		       page_to_phys(pages[i + len / PAGE_SIZE]) == page_to_phys(pages[i]) + len)
 			len += PAGE_SIZE;
-		a = dma_map_page_attrs(dev, pages[i], 0, len, DMA_BIDIRECTIONAL, 0);
+		/*
+		 * DMA_ATTR_SKIP_CPU_SYNC: the mapping lives as long as the tag, and every I/O
+		 * hands the bytes it uses to the device and back (rnvme_glue_dma_sync_pages(),
+		 * dma_sync_single_for_{device,cpu}()), as long-lived mappings do (page_pool's
+		 * PP_FLAG_DMA_SYNC_DEV in net/core/page_pool.c), so a sync of the whole buffer at
+		 * map and unmap time would only repeat work on platforms where syncs cost.
+		 */
+		a = dma_map_page_attrs(dev, pages[i], 0, len, DMA_BIDIRECTIONAL,
+				       DMA_ATTR_SKIP_CPU_SYNC);
 		if (dma_mapping_error(dev, a)) {
 			rnvme_glue_dma_unmap_page_runs(dev, runs, nr_runs);
 			return -EIO;
@@ -166,7 +174,8 @@ void rnvme_glue_dma_unmap_page_runs(struct device *dev, const u64 *runs, u64 nr_
 	u64 i;
 
 	for (i = 0; i < nr_runs; i++)
-		dma_unmap_page_attrs(dev, runs[2 * i], runs[2 * i + 1], DMA_BIDIRECTIONAL, 0);
+		dma_unmap_page_attrs(dev, runs[2 * i], runs[2 * i + 1], DMA_BIDIRECTIONAL,
+				     DMA_ATTR_SKIP_CPU_SYNC);
 }
 
 void rnvme_glue_dma_sync_pages(struct device *dev, const u64 *dma, u64 n, u64 pos, u32 len,

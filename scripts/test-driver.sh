@@ -17,14 +17,19 @@ q="$RNVME_REPO/tests/qemu"
 if ((! $#)); then
     if grep -q -- '--topology' "$q/run-guest.sh"; then set -- --topology proof; else set -- --nvme 2; fi
 fi
-# The debug kernel (KASAN, lockdep, kmemleak, DMA-API debugging) is much slower under TCG and
-# every probe spends ~30 s in ACPI: /init's default 300 s per test is not enough (20-rnvme-basic
-# and 50-rnvme-passthru were killed at 329 s and 355 s at load 20; 20-rnvme-basic alone on one
-# controller with one load/unload cycle took 1046 s at load 25), and ten cycles re-probing four
-# controllers would add about 20 minutes. Debug runs get 2000 s per test, two cycles and a 5400 s
-# guest bound (a later -t wins).
+# The debug kernel (KASAN, lockdep, kmemleak, DMA-API debugging) is much slower under TCG:
+# /init's default 300 s per test is not enough (at load 12, with acpi=noirq, 20-rnvme-basic took
+# 620 s and 50-rnvme-passthru 569 s; before run-guest.sh passed acpi=noirq every probe also
+# spent 30 s in ACPI), and ten load/unload cycles re-probing four controllers would add about
+# 20 minutes. Debug runs get 2000 s per test, two cycles and a 5400 s guest bound (a later -t
+# wins).
+# The normal kernel's boot runs eight tests (about 6 minutes idle, 14 at load 5-14; it hit
+# run-guest.sh's default 900 s at load 17, and 20-rnvme-basic's ten reload cycles /init's
+# 300 s per test): a 2400 s guest bound and 900 s per test.
 if [[ "$variant" == debug ]]; then
     set -- -t 5400 --append "rnvme_test_timeout=2000 rnvme_reload_cycles=2" "$@"
+else
+    set -- -t 2400 --append rnvme_test_timeout=900 "$@"
 fi
 
 stage "build rnvme.ko ($variant)"

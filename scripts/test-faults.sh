@@ -18,10 +18,11 @@
 # on the debug kernel; the normal kernel has none and says so).
 # Boot 2 (--reuse-images: the same image): 76-ack-check reads back every acknowledged block
 #   (`ack-survive: N acknowledged blocks checked, 0 lost`).
-# Both boots use acpi=noirq: ACPICA's _PRT evaluation, run by pci_enable_device() in every probe,
-# corrupts memory when an allocation fails inside it (a kernel bug outside rnvme, seen as a NULL
-# dereference in free_to_partial_list under 73-fault-alloc); without it the IRQ routing comes
-# from the BIOS table and the injected failures reach the driver's own code. MSI-X is unchanged.
+# Both boots use acpi=noirq (run-guest.sh adds it to every guest): ACPICA's _PRT evaluation, run
+# by pci_enable_device() in every probe, corrupts memory when an allocation fails inside it (a
+# kernel bug outside rnvme, seen as a NULL dereference in free_to_partial_list under
+# 73-fault-alloc); without it the IRQ routing comes from the BIOS table and the injected failures
+# reach the driver's own code. MSI-X is unchanged.
 # Exit 0 iff both boots pass (PASS lines, no FAIL, clean kernel log, no timeout).
 set -euo pipefail
 # Parsed as one block, so editing this file while it runs cannot break the run.
@@ -55,7 +56,7 @@ log2="$RNVME_WORK/logs/rnvme-faults-$variant-$stamp-2.log"
 # struct page, so their time grows with the guest's memory (the default is 2 GiB).
 # no_timer_check: on a loaded host the kernel's early IO-APIC timer check can fail under TCG and
 # panic ("IO-APIC + timer doesn't work!", seen at load 20).
-guest=(-k "$variant" --topology faults -m 1G --append acpi=noirq --append no_timer_check
+guest=(-k "$variant" --topology faults -m 1G --append no_timer_check
        --append "rnvme_ack_run=$run"
        --append rnvme_test_timeout=900 "$@")
 

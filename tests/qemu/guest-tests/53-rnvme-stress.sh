@@ -111,9 +111,10 @@ check stress-unload rmmod rnvme
 nvme_release "$rb"
 if [ -w /sys/kernel/debug/kmemleak ]; then
     echo scan > /sys/kernel/debug/kmemleak; sleep 6; echo scan > /sys/kernel/debug/kmemleak
-    if [ -s /sys/kernel/debug/kmemleak ]; then
-        head -60 /sys/kernel/debug/kmemleak
-        fail "stress-kmemleak ($(grep -c 'unreferenced object' /sys/kernel/debug/kmemleak) objects)"
+    kmemleak_read /tmp/stress.kmemleak
+    if [ -s /tmp/stress.kmemleak ]; then
+        head -60 /tmp/stress.kmemleak
+        fail "stress-kmemleak ($(grep -c 'unreferenced object' /tmp/stress.kmemleak) objects)"
     else
         pass "stress-kmemleak (clean)"
     fi

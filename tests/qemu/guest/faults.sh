@@ -140,7 +140,7 @@ leak_scan() {
     echo scan > /sys/kernel/debug/kmemleak
     sleep 5
     echo scan > /sys/kernel/debug/kmemleak
-    cat /sys/kernel/debug/kmemleak > /tmp/kmemleak.fault
+    kmemleak_read /tmp/kmemleak.fault
     LEAKS=$(grep -c 'unreferenced object' /tmp/kmemleak.fault)
     # (Worded so that the harness's kernel-report patterns do not match this line.)
     echo "kmemleak scan: $LEAKS leak reports ($(( $(cut -d. -f1 /proc/uptime) - _t0 )) s)"
