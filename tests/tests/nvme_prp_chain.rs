@@ -125,7 +125,10 @@ proptest! {
             let off = if i == 0 { first_off } else { 0 };
             let mut len = np * 4096 - off;
             if i + 1 == seg_pages.len() {
-                len = len - 4096 + tail;
+                // Ends `tail` bytes into its last page; past its own start when that is the
+                // first page too (a one-page first segment starts at `off`).
+                let end_in_last = if np == 1 { tail.max(off + 4) } else { tail };
+                len = (np - 1) * 4096 + end_in_last - off;
             }
             let len = len.min(max - total);
             if len == 0 {
