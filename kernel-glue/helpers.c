@@ -18,6 +18,7 @@
 #include <linux/mutex.h>
 #include <linux/pci.h>
 #include <linux/sched.h>
+#include <linux/sched/clock.h>
 #include <linux/slab.h>
 
 #include "helpers.h"
@@ -371,6 +372,11 @@ unsigned long rnvme_glue_wait_for_completion_io_ms(struct completion *x, unsigne
 unsigned int rnvme_glue_num_online_cpus(void)
 {
 	return num_online_cpus();
+}
+
+u64 rnvme_glue_local_clock(void)
+{
+	return local_clock();
 }
 
 /* Values kernel-glue/src (error.rs, block/mq/gen_disk.rs) spells out because bindgen cannot. */

@@ -156,4 +156,10 @@ unsigned long rnvme_glue_wait_for_completion_io_ms(struct completion *x, unsigne
 /* num_online_cpus(). */
 unsigned int rnvme_glue_num_online_cpus(void);
 
+/*
+ * local_clock() (include/linux/sched/clock.h): nanoseconds of this CPU's scheduler clock (the
+ * TSC on x86; cheap, no clocksource read), for timing short code paths.
+ */
+u64 rnvme_glue_local_clock(void);
+
 #endif /* RNVME_KERNEL_GLUE_HELPERS_H */

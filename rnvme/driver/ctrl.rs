@@ -270,6 +270,7 @@ impl Controller {
                 sgls: idc.supports_sgls(),
                 sgl_threshold: params.sgl_threshold,
                 batch_stats: crate::batch_stats::BatchStats::new(instance.0)?,
+                premap_stats: crate::passthru::PremapStats::new(instance.0)?,
             },
             GFP_KERNEL,
         )?;

@@ -63,6 +63,9 @@ pub(crate) struct IoData {
     pub(crate) sgl_threshold: u32,
     /// Batched submission and completion counters (debugfs `rnvme/rnvme<C>/batch`).
     pub(crate) batch_stats: BatchStats,
+    /// Passthrough premap and submit-path counters (debugfs `rnvme/rnvme<C>/premap`; here so
+    /// `queue_rq` can add its part of a passthrough command's submit time).
+    pub(crate) premap_stats: Arc<crate::passthru::PremapStats>,
 }
 
 /// Per-request state the completion and timeout paths share.

@@ -22,6 +22,7 @@ use kernel_glue::{
     dma::{Direction, Mapping},
     error::BlkStatus,
     sync::ArcSlot,
+    time::local_clock_ns,
     user_rq::{blk_status_errno, UserRequest, UserStatus},
     KPage,
 };
@@ -54,6 +55,10 @@ pub(crate) struct RqPassthru {
     tag_offset: AtomicU64,
     /// Length of the data in the tag.
     tag_len: AtomicU32,
+    /// For an io_uring I/O command with data: 1 + the nanoseconds its issue spent before the
+    /// request went to the block layer; `prepare` adds its own time and records the sum
+    /// (`Stats::submit_time`) once. 0: not timed (ioctls, commands without data, recorded).
+    submit_ns: AtomicU64,
 }
 
 impl RqPassthru {
@@ -70,6 +75,7 @@ impl RqPassthru {
         }
         self.status.store(0, Ordering::Relaxed);
         self.result.store(0, Ordering::Relaxed);
+        self.submit_ns.store(0, Ordering::Relaxed);
     }
 
     /// The command stored with `set_cmd`.
@@ -111,6 +117,26 @@ pub(crate) type Held = (Option<KBox<Mapping<MAX_SEGS>>>, ListPages);
 /// nothing large returned by value: this must not add to the stack frame of every `queue_rq`.
 #[inline(never)]
 pub(crate) fn prepare(
+    data: &IoData,
+    rq: &Request<IoOps>,
+    op: u32,
+) -> Result<(SubmissionEntry, Held), BlkStatus> {
+    let pt = &rq.shared().pt;
+    // The issue's part of the submit time (0: not timed); taken, so a request prepared again
+    // after a requeue is recorded once.
+    let issued = pt.submit_ns.swap(0, Ordering::Relaxed);
+    let start = if issued != 0 { local_clock_ns() } else { 0 };
+    let r = prepare_cmd(data, rq, op);
+    if issued != 0 {
+        let ns = (issued - 1).saturating_add(local_clock_ns().saturating_sub(start));
+        data.premap_stats.submit_time(pt.tag.get().is_some(), ns);
+    }
+    r
+}
+
+/// `prepare`'s work: the command with its data pointer, and what it holds.
+#[inline(always)]
+fn prepare_cmd(
     data: &IoData,
     rq: &Request<IoOps>,
     op: u32,
@@ -297,6 +323,7 @@ pub(super) fn issue(
     entry: &SubmissionEntry,
     u: &UringCmd<'_>,
 ) -> Result<Issued> {
+    let start = local_clock_ns();
     let (rq, tag) = build(inner, ns, cmd, entry, Some((u, file)))?;
     if let Some(t) = tag {
         let pt = &rq.request().shared().pt;
@@ -306,6 +333,16 @@ pub(super) fn issue(
         t.count(Counter::IoPremapped);
         // Nothing can fail from here on: the request reaches `user_status`, which takes it.
         drop(pt.tag.replace(Some(t)));
+    }
+    if cmd.has_data() {
+        // Stored last, just before the request goes to the block layer (`queue_rq` adds its
+        // part); at least 1 so that 0 keeps meaning "not timed".
+        let ns = local_clock_ns().saturating_sub(start);
+        rq.request()
+            .shared()
+            .pt
+            .submit_ns
+            .store(ns.saturating_add(1), Ordering::Relaxed);
     }
     Ok(rq.execute_uring(u))
 }

@@ -20,7 +20,7 @@ mod io_cmd;
 mod premap;
 
 pub(crate) use io_cmd::{is_user_op, prepare, RqPassthru};
-pub(crate) use premap::load_params as load_premap_params;
+pub(crate) use premap::{load_params as load_premap_params, Stats as PremapStats};
 
 use kernel::{prelude::*, sync::Arc, uaccess::UserSlice};
 use kernel_glue::{
@@ -128,8 +128,8 @@ fn read_effects(io: &IoData) -> Option<KVec<u8>> {
 }
 
 impl Devices {
-    /// Creates `/dev/rnvme<instance>` and `/dev/rng<instance>n<nsid>` for each disk. (Not
-    /// inlined: probe's stack frame is already large.)
+    /// Creates `/dev/rnvme<instance>` and `/dev/rng<instance>n<nsid>` for each disk, counting
+    /// in the premap counters of `io`. (Not inlined: probe's stack frame is already large.)
     #[inline(never)]
     pub(crate) fn new(
         instance: u32,
@@ -160,7 +160,7 @@ impl Devices {
                 set: set.clone(),
                 effects_log: read_effects(io),
                 ns,
-                stats: Stats::new(instance)?,
+                stats: io.premap_stats.clone(),
             },
             GFP_KERNEL,
         )?;
