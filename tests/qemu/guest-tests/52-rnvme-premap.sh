@@ -6,7 +6,8 @@
 # fixedbufs=1 every I/O must be on a premapped tag (none mapped per I/O), with fixedbufs=0 every
 # I/O mapped per I/O (none premapped); I/O counts must equal what fio issued (writes plus verify
 # reads), tags must be created at most once per registered buffer and open file, and all released
-# when fio closes the device. Prints
+# when fio closes the device; the submit-path time counters must have timed every I/O once, on
+# the path it took. Prints
 #   rnvme-premap: fixedbufs=1 <a> premapped <b> mapped; fixedbufs=0 <c> premapped <d> mapped
 # Then IOPOLL: rnvme loaded with poll_queues=1, fio io_uring_cmd hipri=1 (an IOPOLL ring) with
 # fixedbufs=1 and 0 must verify, every request on a poll queue (counter io_polled), none timed out.
@@ -60,6 +61,14 @@ for fb in 1 0; do
         "$created released $released live $after_tags_live, per-I/O lists" \
         "$((after_io_premapped_list_per_io - before_io_premapped_list_per_io))," \
         "stale $((after_tags_stale - before_tags_stale))"
+    # The submit-path time (rnvme/README.md) is recorded once for every I/O, on the path it took.
+    sp=$((after_submit_ios_premapped - before_submit_ios_premapped))
+    sm=$((after_submit_ios_mapped - before_submit_ios_mapped))
+    nsp=$((after_submit_ns_premapped - before_submit_ns_premapped))
+    nsm=$((after_submit_ns_mapped - before_submit_ns_mapped))
+    [ "$sp" = "$pre" ] && [ "$sm" = "$map" ] &&
+        pass "premap-fb$fb-submit-timed ($sp premapped in $nsp ns, $sm mapped in $nsm ns)" ||
+        fail "premap-fb$fb-submit-timed ($sp premapped, $sm mapped timed; $pre premapped, $map mapped)"
     if [ "$fb" = 1 ]; then
         total_fb1="$pre $map"
         [ "$pre" = "$expect" ] && [ "$map" = 0 ] &&
