@@ -132,12 +132,13 @@ int rnvme_glue_uring_fixed_check(void *p, u64 addr, u32 len, bool write, u64 pos
 }
 
 long rnvme_glue_dma_map_page_runs(struct device *dev, struct page *const *pages, u64 n, u64 *dma,
-				  u64 *runs)
+				  u64 *runs, bool *need_sync)
 {
 	u64 max = min_t(u64, dma_max_mapping_size(dev), SZ_1G);
 	u64 i = 0, k, nr_runs = 0;
 
 	max = max(max & PAGE_MASK, (u64)PAGE_SIZE);
+	*need_sync = false;
 	while (i < n) {
 		u64 len = PAGE_SIZE;
 		dma_addr_t a;
@@ -147,10 +148,11 @@ long rnvme_glue_dma_map_page_runs(struct device *dev, struct page *const *pages,
 			len += PAGE_SIZE;
 		/*
 		 * DMA_ATTR_SKIP_CPU_SYNC: the mapping lives as long as the tag, and every I/O
-		 * hands the bytes it uses to the device and back (rnvme_glue_dma_sync_pages(),
-		 * dma_sync_single_for_{device,cpu}()), as long-lived mappings do (page_pool's
-		 * PP_FLAG_DMA_SYNC_DEV in net/core/page_pool.c), so a sync of the whole buffer at
-		 * map and unmap time would only repeat work on platforms where syncs cost.
+		 * hands the bytes it uses to the device and back where the platform needs it
+		 * (rnvme_glue_dma_sync_pages(), dma_sync_single_for_{device,cpu}(), when
+		 * *need_sync), as long-lived mappings do (page_pool's PP_FLAG_DMA_SYNC_DEV in
+		 * net/core/page_pool.c), so a sync of the whole buffer at map and unmap time would
+		 * only repeat work on platforms where syncs cost.
 		 */
 		a = dma_map_page_attrs(dev, pages[i], 0, len, DMA_BIDIRECTIONAL,
 				       DMA_ATTR_SKIP_CPU_SYNC);
@@ -158,6 +160,14 @@ long rnvme_glue_dma_map_page_runs(struct device *dev, struct page *const *pages,
 			rnvme_glue_dma_unmap_page_runs(dev, runs, nr_runs);
 			return -EIO;
 		}
+		/*
+		 * Whether the CPU and the device must hand this run's bytes over by a sync
+		 * (non-coherent DMA, or a swiotlb bounce buffer); dma_need_sync() answers for the
+		 * mapping as made, as page_pool asks it for its long-lived mappings
+		 * (net/core/page_pool.c, page_pool_init()).
+		 */
+		if (dma_need_sync(dev, a))
+			*need_sync = true;
 		runs[2 * nr_runs] = a;
 		runs[2 * nr_runs + 1] = len;
 		nr_runs++;

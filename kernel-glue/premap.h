@@ -46,10 +46,12 @@ int rnvme_glue_uring_fixed_check(void *ioucmd, u64 addr, u32 len, bool write, u6
  * Maps pages[0..n) for `dev` (DMA_BIDIRECTIONAL), one mapping per run of physically contiguous
  * pages of at most dma_max_mapping_size() bytes: runs[2 * i] is run i's bus address,
  * runs[2 * i + 1] its length; dma[k] is page k's bus address. runs must hold 2 * n values.
+ * *need_sync is set to whether any run needs dma_sync_single_*() to hand its bytes between
+ * CPU and device (dma_need_sync(): false on cache-coherent platforms without bouncing).
  * Returns the number of runs, or -EIO with nothing left mapped.
  */
 long rnvme_glue_dma_map_page_runs(struct device *dev, struct page *const *pages, u64 n, u64 *dma,
-				  u64 *runs);
+				  u64 *runs, bool *need_sync);
 /* Unmaps the nr_runs runs of rnvme_glue_dma_map_page_runs(). */
 void rnvme_glue_dma_unmap_page_runs(struct device *dev, const u64 *runs, u64 nr_runs);
 /*

@@ -15,7 +15,12 @@
 
 use kernel::{alloc::KVVec, bindings, prelude::*};
 
-use crate::{chardev::UringCmd, helpers, pci};
+use bvec::{Bvec, Page};
+
+use crate::{chardev::UringCmd, helpers, pci, KPage};
+
+/// The page size the tables count in.
+const PAGE: u64 = 4096;
 
 /// The registered buffer an io_uring command names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,7 +69,8 @@ impl UringCmd<'_> {
 /// # Invariants
 ///
 /// `pages[..]` each hold one page reference of ours; the `nr_runs` runs in `runs` are live
-/// mappings of those pages for `dev`, and `dma[i]` is page `i`'s bus address in them.
+/// mappings of those pages for `dev`, and `dma[i]` is page `i`'s bus address in them;
+/// `need_sync` is false only if `dma_need_sync()` said so for every run.
 pub struct PremappedBuffer {
     dev: pci::Device,
     buf: FixedBuf,
@@ -72,6 +78,7 @@ pub struct PremappedBuffer {
     dma: KVVec<u64>,
     runs: KVVec<u64>,
     nr_runs: u64,
+    need_sync: bool,
 }
 
 // SAFETY: page references and DMA mappings may be released from any thread; the raw page
@@ -108,6 +115,7 @@ impl PremappedBuffer {
         crate::error::to_result(unsafe {
             helpers::rnvme_glue_uring_fixed_get_pages(cmd.raw(), pages.as_mut_ptr(), buf.nr_pages)
         })?;
+        let mut need_sync = true;
         // SAFETY: `pages` holds `n` referenced pages (kept until the drop or the error path
         // below); `dma`/`runs` have room for `n` and `2n` values.
         let r = unsafe {
@@ -117,6 +125,7 @@ impl PremappedBuffer {
                 buf.nr_pages,
                 dma.as_mut_ptr(),
                 runs.as_mut_ptr(),
+                &mut need_sync,
             )
         };
         let Ok(nr_runs) = u64::try_from(r) else {
@@ -132,6 +141,7 @@ impl PremappedBuffer {
             dma,
             runs,
             nr_runs,
+            need_sync,
         })
     }
 
@@ -183,20 +193,53 @@ impl PremappedBuffer {
         }
     }
 
+    /// Whether the `seg.len()` bytes of `seg` are the bytes at `offset` from the buffer's start:
+    /// the same physical pages, at the same offsets in them (e.g. a plain I/O's pinned user
+    /// pages, to send it on this mapping instead of mapping the same pages twice).
+    pub fn holds(&self, offset: u64, seg: &Bvec<KPage>) -> bool {
+        let fpo = u64::from(self.buf.first_page_offset);
+        let Some(mut pos) = offset.checked_add(fpo) else {
+            return false;
+        };
+        let mut phys = seg.phys();
+        let mut left = u64::from(seg.len());
+        while left > 0 {
+            let in_page = pos % PAGE;
+            let Some(&p) = usize::try_from(pos / PAGE)
+                .ok()
+                .and_then(|i| self.pages.get(i))
+            else {
+                return false;
+            };
+            if KPage::from_ptr(p).phys().wrapping_add(in_page) != phys {
+                return false;
+            }
+            let chunk = left.min(PAGE - in_page);
+            pos += chunk;
+            phys = phys.wrapping_add(chunk);
+            left -= chunk;
+        }
+        pos - fpo <= self.buf.len
+    }
+
     /// Hands `len` bytes at `offset` from the buffer's start to the device
-    /// (`dma_sync_single_for_device()`; a no-op on cache-coherent platforms without bouncing),
-    /// for a command that reads them (`to_device`) or writes them.
+    /// (`dma_sync_single_for_device()`), for a command that reads them (`to_device`) or writes
+    /// them. Nothing to do, and nothing done, where `dma_need_sync()` said no sync is needed
+    /// (cache-coherent platforms without bouncing).
     pub fn sync_for_device(&self, offset: u64, len: u32, to_device: bool) {
         self.sync(offset, len, false, to_device);
     }
 
     /// Hands `len` bytes at `offset` back to the CPU after the device wrote them
-    /// (`dma_sync_single_for_cpu()`).
+    /// (`dma_sync_single_for_cpu()`; skipped as `sync_for_device` says).
     pub fn sync_for_cpu(&self, offset: u64, len: u32) {
         self.sync(offset, len, true, false);
     }
 
     fn sync(&self, offset: u64, len: u32, for_cpu: bool, to_device: bool) {
+        if !self.need_sync {
+            return;
+        }
         let pos = offset.saturating_add(u64::from(self.buf.first_page_offset));
         // SAFETY: `dma` holds the bus addresses of live mappings (type invariant); the C side
         // ignores bytes past the table.

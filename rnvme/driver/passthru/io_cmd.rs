@@ -31,7 +31,7 @@ use nvme::{
 };
 
 use super::{
-    premap::{Counter, Tag},
+    premap::{Counter, Registry, Tag},
     Inner, NsInfo, PtFile,
 };
 use crate::{
@@ -252,6 +252,7 @@ impl UserStatus for IoOps {
 /// mapped).
 fn build(
     inner: &Inner,
+    files: &Registry,
     ns: &NsInfo,
     cmd: &UserCmd,
     entry: &SubmissionEntry,
@@ -294,7 +295,21 @@ fn build(
             }
             _ => {
                 rq.map_user(cmd.addr, cmd.data_len)?;
-                inner.stats.add(Counter::IoMapped, 1);
+                // Pages a cached tag maps already are sent on it, never mapped twice
+                // (`Registry::tag_holding`); dword-aligned data only, as on the fixed path.
+                if cmd.addr & 3 == 0 {
+                    let r = rq.request();
+                    tag = files
+                        .tag_holding(&inner.stats, cmd.addr, cmd.data_len, |f| {
+                            r.for_each_segment(|seg| f(seg))
+                        })
+                        .map(|(t, _)| t);
+                }
+                let c = match tag {
+                    Some(_) => Counter::IoPlainOnTag,
+                    None => Counter::IoMapped,
+                };
+                inner.stats.add(c, 1);
             }
         }
     }
@@ -306,11 +321,28 @@ fn build(
 /// the NVMe status (or a negative errno from the block layer) and the result.
 pub(super) fn exec(
     inner: &Inner,
+    files: &Registry,
     ns: &NsInfo,
     cmd: &UserCmd,
     entry: &SubmissionEntry,
 ) -> Result<(i32, u64)> {
-    Ok(build(inner, ns, cmd, entry, None)?.0.execute())
+    let (rq, tag) = build(inner, files, ns, cmd, entry, None)?;
+    if let Some(t) = tag {
+        attach(&rq, t, cmd);
+    }
+    Ok(rq.execute())
+}
+
+/// Makes request `rq` of `cmd` send its data on premapped `t` (the request's reference is held
+/// until its end is reported, in `user_status`).
+fn attach(rq: &UserRequest<IoOps>, t: Arc<Tag>, cmd: &UserCmd) {
+    let pt = &rq.request().shared().pt;
+    let offset = cmd.addr.wrapping_sub(t.buf().buf().ubuf);
+    pt.tag_offset.store(offset, Ordering::Relaxed);
+    pt.tag_len.store(cmd.data_len, Ordering::Relaxed);
+    t.count(Counter::IoPremapped);
+    // Nothing can fail from here on: the request reaches `user_status`, which takes it.
+    drop(pt.tag.replace(Some(t)));
 }
 
 /// Issues user I/O command `cmd` for io_uring command `u` on `file`; it completes through
@@ -324,15 +356,9 @@ pub(super) fn issue(
     u: &UringCmd<'_>,
 ) -> Result<Issued> {
     let start = local_clock_ns();
-    let (rq, tag) = build(inner, ns, cmd, entry, Some((u, file)))?;
+    let (rq, tag) = build(inner, &file.shared.files, ns, cmd, entry, Some((u, file)))?;
     if let Some(t) = tag {
-        let pt = &rq.request().shared().pt;
-        let offset = cmd.addr.wrapping_sub(t.buf().buf().ubuf);
-        pt.tag_offset.store(offset, Ordering::Relaxed);
-        pt.tag_len.store(cmd.data_len, Ordering::Relaxed);
-        t.count(Counter::IoPremapped);
-        // Nothing can fail from here on: the request reaches `user_status`, which takes it.
-        drop(pt.tag.replace(Some(t)));
+        attach(&rq, t, cmd);
     }
     if cmd.has_data() {
         // Stored last, just before the request goes to the block layer (`queue_rq` adds its

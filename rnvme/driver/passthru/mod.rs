@@ -282,7 +282,7 @@ impl DevFile {
         let entry = self.check(&inner, &cmd, &target, write)?;
         let (status, result) = match target {
             Target::Admin => admin_cmd::exec(&inner, &cmd, entry)?,
-            Target::Io(n) => io_cmd::exec(&inner, n, &cmd, &entry)?,
+            Target::Io(n) => io_cmd::exec(&inner, &self.shared.files, n, &cmd, &entry)?,
         };
         if status >= 0 {
             let (off, bytes): (usize, KVec<u8>) = if wide {

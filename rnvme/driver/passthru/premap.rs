@@ -14,7 +14,9 @@
 //! key (the registration's identity, address and length) only finds a candidate: before an I/O
 //! uses a tag, the pages the I/O covers are compared with the tag's
 //! (`kernel_glue::premap::PremappedBuffer::covers`); a mismatch (buffer unregistered and another
-//! registered at the same place) drops the stale tag and makes a new one. The counters
+//! registered at the same place) drops the stale tag and makes a new one, unless a cached tag of
+//! another registration of the same range holds the I/O's pages: that one is taken over (a
+//! buffer registered again is not mapped again). The counters
 //! (`/sys/kernel/debug/rnvme/rnvme<C>/premap`) say which path each passthrough data I/O took.
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -90,10 +92,16 @@ pub(crate) enum Counter {
     SubmitIosMapped,
     /// Nanoseconds spent making tags (part of the submit time of the I/O that made each).
     TagCreateNs,
+    /// Plain data I/Os (no registered buffer named) whose pinned pages a live tag maps, sent on
+    /// that tag instead of mapping the same pages a second time (also in `io_premapped`).
+    IoPlainOnTag,
+    /// Cached tags taken over by another registration of the same pages (a buffer unregistered
+    /// and registered again, or registered in another ring) instead of mapping them again.
+    TagsTakenOver,
 }
 
 /// The counter names, one per [`Counter`].
-const NAMES: [&CStr; 16] = [
+const NAMES: [&CStr; 18] = [
     c_str!("io_premapped"),
     c_str!("io_mapped"),
     c_str!("tags_created"),
@@ -110,6 +118,8 @@ const NAMES: [&CStr; 16] = [
     c_str!("submit_ns_mapped"),
     c_str!("submit_ios_mapped"),
     c_str!("tag_create_ns"),
+    c_str!("io_plain_on_tag"),
+    c_str!("tags_taken_over"),
 ];
 
 /// The premap counters of one controller (debugfs `rnvme/rnvme<C>/premap`).
@@ -144,6 +154,11 @@ impl Stats {
         self.add(sum, i64::try_from(ns).unwrap_or(i64::MAX));
         self.add(n, 1);
     }
+
+    /// Counter `c`'s value.
+    fn get(&self, c: Counter) -> i64 {
+        self.counters.get(c as usize)
+    }
 }
 
 /// A premapped registered buffer: its pages referenced and mapped, and its PRP list.
@@ -157,6 +172,9 @@ pub(crate) struct Tag {
     _lists: KVec<PoolBlock>,
     /// Least-recently-used stamp in the owning cache.
     last_use: AtomicU64,
+    /// The registration identity the cache finds this tag by: the one it was made from, or the
+    /// last one that took it over (a cache key only; never trusted for safety).
+    key: AtomicU64,
     /// Counters (release is counted on drop).
     stats: Arc<Stats>,
 }
@@ -212,6 +230,7 @@ impl Tag {
                 list_dma,
                 _lists: lists,
                 last_use: AtomicU64::new(0),
+                key: AtomicU64::new(b.id),
                 stats: stats.clone(),
             },
             GFP_KERNEL,
@@ -256,10 +275,15 @@ pub(crate) struct FileTags {
     cache: IrqSpinLock<Cache>,
 }
 
-/// Whether `t` was made from registration `b`.
+/// Whether `t` is cached for registration `b`.
 fn same_key(t: &Tag, b: &kernel_glue::premap::FixedBuf) -> bool {
+    t.key.load(Ordering::Relaxed) == b.id && same_range(t, b)
+}
+
+/// Whether `t` was made from a registration of the same user address range as `b`.
+fn same_range(t: &Tag, b: &kernel_glue::premap::FixedBuf) -> bool {
     let k = t.buf.buf();
-    k.id == b.id && k.ubuf == b.ubuf && k.len == b.len
+    k.ubuf == b.ubuf && k.len == b.len
 }
 
 impl FileTags {
@@ -306,6 +330,17 @@ impl FileTags {
         let t = c.slots.iter().flatten().find(|t| same_key(t, b))?.clone();
         t.last_use.store(now, Ordering::Relaxed);
         Some(t)
+    }
+
+    /// Cached tags (at most four) of other registrations of the same range as `b`.
+    fn same_range_tags(&self, b: &kernel_glue::premap::FixedBuf) -> [Option<Arc<Tag>>; 4] {
+        let mut out: [Option<Arc<Tag>>; 4] = [None, None, None, None];
+        let c = self.cache.lock();
+        let found = c.slots.iter().flatten().filter(|t| same_range(t, b));
+        for (slot, t) in out.iter_mut().zip(found) {
+            *slot = Some(t.clone());
+        }
+        out
     }
 
     /// Removes `t` from the cache if it is there.
@@ -388,6 +423,16 @@ impl FileTags {
                 Err(_) => return None,
             }
         }
+        // Another registration of the same range (the buffer unregistered and registered
+        // again, or registered in another ring) whose tag maps the very pages this I/O covers:
+        // taken over, so the same pages are never mapped twice.
+        for t in self.same_range_tags(&b).into_iter().flatten() {
+            if matches!(t.buf.covers(u, addr, len, write), Ok(true)) {
+                t.key.store(b.id, Ordering::Relaxed);
+                stats.add(Counter::TagsTakenOver, 1);
+                return Some(t);
+            }
+        }
         let t = Tag::new(u, &io.dev, &io.pool, stats).ok()?;
         // The new tag was made from this very registration; check it like any other.
         if !matches!(t.buf.covers(u, addr, len, write), Ok(true)) {
@@ -433,6 +478,63 @@ impl Registry {
                 .and_then(Option::take)
         };
         drop(t);
+    }
+
+    /// A live cached tag of any open file of the controller that maps the `len` bytes at user
+    /// address `addr` of a plain I/O, whose data segments (the pinned user pages, in order)
+    /// `for_each` hands out, with the offset of `addr` in the tag's buffer; `None` when no tag
+    /// holds exactly those pages.
+    ///
+    /// A tag keeps its pages mapped while it is cached; mapping them again for a plain I/O would
+    /// make two live mappings of the same memory for one device, which the DMA API does not
+    /// support (`kernel/dma/debug.c` reports it as "cacheline tracking EEXIST", and a later sync
+    /// of a range two mappings contain finds neither). The address only picks candidates: the
+    /// tag is used only if every segment is the tag's bytes at the same offset (same physical
+    /// pages), so another process's buffer at the same address, or pages replaced since the
+    /// registration, never match.
+    pub(crate) fn tag_holding(
+        &self,
+        stats: &Stats,
+        addr: u64,
+        len: u32,
+        for_each: impl Fn(&mut dyn FnMut(&bvec::Bvec<kernel_glue::KPage>) -> Result) -> Result,
+    ) -> Option<(Arc<Tag>, u64)> {
+        if stats.get(Counter::TagsLive) <= 0 || len == 0 {
+            return None;
+        }
+        let end = addr.checked_add(u64::from(len))?;
+        let contains = |t: &Tag| {
+            let b = t.buf.buf();
+            b.ubuf <= addr && b.ubuf.checked_add(b.len).is_some_and(|e| end <= e)
+        };
+        // A few candidates, taken under the locks and checked outside them.
+        let mut cand: [Option<Arc<Tag>>; 4] = [None, None, None, None];
+        {
+            let files = self.files.lock();
+            let mut n = 0;
+            'files: for f in files.iter().flatten() {
+                let c = f.cache.lock();
+                for t in c.slots.iter().flatten().filter(|t| contains(t)) {
+                    let Some(slot) = cand.get_mut(n) else {
+                        break 'files;
+                    };
+                    *slot = Some(t.clone());
+                    n += 1;
+                }
+            }
+        }
+        cand.into_iter().flatten().find_map(|t| {
+            let start = addr - t.buf.buf().ubuf;
+            let mut pos = start;
+            let held = for_each(&mut |seg| {
+                if !t.buf.holds(pos, seg) {
+                    return Err(EINVAL);
+                }
+                pos += u64::from(seg.len());
+                Ok(())
+            });
+            (held.is_ok() && pos == start + u64::from(len)).then_some((t, start))
+        })
     }
 
     /// Closes every registered file's cache (controller removal, after the last call left).

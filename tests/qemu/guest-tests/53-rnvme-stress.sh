@@ -77,6 +77,11 @@ if [ -r "$pm" ]; then
         fail "stress-premap-tags-balance (created '$created', released '$released', live '$live', evicted '$evicted')"
     [ -n "$premapped" ] && [ "$premapped" -gt 0 ] && pass "stress-premap-used ($premapped premapped I/Os)" ||
         fail "stress-premap-used (io_premapped '$premapped')"
+    # Plain I/Os on a registered buffer's pages go on its cached tag instead of a second mapping
+    # of the same pages (rnvme/README.md); their data is checked by premap-stress above.
+    plain=$(val io_plain_on_tag)
+    [ -n "$plain" ] && [ "$plain" -gt 0 ] && pass "stress-premap-plain-on-tag ($plain plain I/Os on a tag)" ||
+        fail "stress-premap-plain-on-tag (io_plain_on_tag '$plain')"
 else
     fail "stress-premap-counters ($pm missing)"
 fi
