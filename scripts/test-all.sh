@@ -53,6 +53,9 @@ if [ "${RNVME_SKIP_QEMU:-0}" != 1 ]; then
     # char devices (nvme-cli against the C driver, io_uring_cmd fio, hostile ioctls:
     # 50-rnvme-passthru.sh), on the four-controller proof topology.
     stage "rnvme driver + passthrough guest tests (normal kernel)" scripts/test-driver.sh normal
+    # The same tests on the debug kernel (KASAN, lockdep, kmemleak, atomic-sleep checks, DMA-API
+    # debugging with every error counted): issue #7's and #8's proof asks for no report there.
+    stage "rnvme driver + passthrough guest tests (debug kernel)" scripts/test-driver.sh debug
     # Issue #10: faults under fio load (hot-unplug + re-plug through the QEMU monitor, injected
     # and real timeouts, allocation failures in probe and I/O, rmmod under load) and
     # acknowledged writes surviving a QEMU kill (two boots on one image), on both kernels; the

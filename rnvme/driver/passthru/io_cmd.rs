@@ -299,11 +299,10 @@ fn build(
                 // (`Registry::tag_holding`); dword-aligned data only, as on the fixed path.
                 if cmd.addr & 3 == 0 {
                     let r = rq.request();
-                    tag = files
-                        .tag_holding(&inner.stats, cmd.addr, cmd.data_len, |f| {
-                            r.for_each_segment(|seg| f(seg))
-                        })
-                        .map(|(t, _)| t);
+                    let own = uring.map(|(_, file)| &*file.tags);
+                    tag = files.tag_holding(own, &inner.stats, cmd.addr, cmd.data_len, |f| {
+                        r.for_each_segment(|seg| f(seg))
+                    });
                 }
                 let c = match tag {
                     Some(_) => Counter::IoPlainOnTag,

@@ -343,6 +343,42 @@ impl FileTags {
         out
     }
 
+    /// A cached tag whose buffer holds, at the offset of user address `addr`, exactly the
+    /// segments `for_each` hands out (`len` bytes). Checked under the lock (page addresses
+    /// only; nothing sleeps).
+    fn holding(
+        &self,
+        addr: u64,
+        len: u32,
+        for_each: &impl Fn(&mut dyn FnMut(&bvec::Bvec<kernel_glue::KPage>) -> Result) -> Result,
+    ) -> Option<Arc<Tag>> {
+        let end = addr.checked_add(u64::from(len))?;
+        let c = self.cache.lock();
+        c.slots
+            .iter()
+            .flatten()
+            .find(|t| {
+                let b = t.buf.buf();
+                let Some(e) = b.ubuf.checked_add(b.len) else {
+                    return false;
+                };
+                if b.ubuf > addr || end > e {
+                    return false;
+                }
+                let start = addr - b.ubuf;
+                let mut pos = start;
+                let held = for_each(&mut |seg| {
+                    if !t.buf.holds(pos, seg) {
+                        return Err(EINVAL);
+                    }
+                    pos += u64::from(seg.len());
+                    Ok(())
+                });
+                held.is_ok() && pos == start + u64::from(len)
+            })
+            .cloned()
+    }
+
     /// Removes `t` from the cache if it is there.
     fn remove(&self, t: &Arc<Tag>) -> Option<Arc<Tag>> {
         self.take_one(|x| Arc::ptr_eq(x, t))
@@ -480,61 +516,51 @@ impl Registry {
         drop(t);
     }
 
-    /// A live cached tag of any open file of the controller that maps the `len` bytes at user
-    /// address `addr` of a plain I/O, whose data segments (the pinned user pages, in order)
-    /// `for_each` hands out, with the offset of `addr` in the tag's buffer; `None` when no tag
-    /// holds exactly those pages.
+    /// A live cached tag that maps the `len` bytes at user address `addr` of a plain I/O,
+    /// whose data segments (the pinned user pages, in order) `for_each` hands out: one of
+    /// `own`'s (the caller's open file), else of any open file of the controller; `None` when
+    /// no tag holds exactly those pages.
     ///
     /// A tag keeps its pages mapped while it is cached; mapping them again for a plain I/O would
     /// make two live mappings of the same memory for one device, which the DMA API does not
     /// support (`kernel/dma/debug.c` reports it as "cacheline tracking EEXIST", and a later sync
-    /// of a range two mappings contain finds neither). The address only picks candidates: the
-    /// tag is used only if every segment is the tag's bytes at the same offset (same physical
-    /// pages), so another process's buffer at the same address, or pages replaced since the
-    /// registration, never match.
+    /// of a range two mappings contain finds neither). The address only picks candidates (every
+    /// process forked from one parent has buffers at the same addresses, and a buffer replaced
+    /// and registered again leaves several tags at one address): a tag is used only if every
+    /// segment is the tag's bytes at the same offset (same physical pages).
     pub(crate) fn tag_holding(
         &self,
+        own: Option<&FileTags>,
         stats: &Stats,
         addr: u64,
         len: u32,
         for_each: impl Fn(&mut dyn FnMut(&bvec::Bvec<kernel_glue::KPage>) -> Result) -> Result,
-    ) -> Option<(Arc<Tag>, u64)> {
+    ) -> Option<Arc<Tag>> {
         if stats.get(Counter::TagsLive) <= 0 || len == 0 {
             return None;
         }
-        let end = addr.checked_add(u64::from(len))?;
-        let contains = |t: &Tag| {
-            let b = t.buf.buf();
-            b.ubuf <= addr && b.ubuf.checked_add(b.len).is_some_and(|e| end <= e)
-        };
-        // A few candidates, taken under the locks and checked outside them.
-        let mut cand: [Option<Arc<Tag>>; 4] = [None, None, None, None];
-        {
-            let files = self.files.lock();
-            let mut n = 0;
-            'files: for f in files.iter().flatten() {
-                let c = f.cache.lock();
-                for t in c.slots.iter().flatten().filter(|t| contains(t)) {
-                    let Some(slot) = cand.get_mut(n) else {
-                        break 'files;
-                    };
-                    *slot = Some(t.clone());
-                    n += 1;
+        if let Some(t) = own.and_then(|f| f.holding(addr, len, &for_each)) {
+            return Some(t);
+        }
+        // One file at a time, never two of these locks at once. A file opened or closed
+        // meanwhile may be missed; the I/O is then mapped per I/O, which is always correct.
+        for i in 0.. {
+            let f = {
+                let files = self.files.lock();
+                match files.get(i) {
+                    Some(Some(f)) => f.clone(),
+                    Some(None) => continue,
+                    None => return None,
                 }
+            };
+            if own.is_some_and(|o| core::ptr::eq(o, &*f)) {
+                continue;
+            }
+            if let Some(t) = f.holding(addr, len, &for_each) {
+                return Some(t);
             }
         }
-        cand.into_iter().flatten().find_map(|t| {
-            let start = addr - t.buf.buf().ubuf;
-            let mut pos = start;
-            let held = for_each(&mut |seg| {
-                if !t.buf.holds(pos, seg) {
-                    return Err(EINVAL);
-                }
-                pos += u64::from(seg.len());
-                Ok(())
-            });
-            (held.is_ok() && pos == start + u64::from(len)).then_some((t, start))
-        })
+        None
     }
 
     /// Closes every registered file's cache (controller removal, after the last call left).
