@@ -334,6 +334,21 @@ void rnvme_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
 	spin_unlock_irqrestore(lock, flags);
 }
 
+void rnvme_glue_spin_lock_init_plain(spinlock_t *lock)
+{
+	spin_lock_init(lock);
+}
+
+void rnvme_glue_spin_lock(spinlock_t *lock)
+{
+	spin_lock(lock);
+}
+
+void rnvme_glue_spin_unlock(spinlock_t *lock)
+{
+	spin_unlock(lock);
+}
+
 void rnvme_glue_mutex_init(struct mutex *lock)
 {
 	mutex_init(lock);

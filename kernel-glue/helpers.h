@@ -131,6 +131,12 @@ void rnvme_glue_spin_lock_init(spinlock_t *lock);
 unsigned long rnvme_glue_spin_lock_irqsave(spinlock_t *lock);
 /* spin_unlock_irqrestore(). */
 void rnvme_glue_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
+/* spin_lock_init() of a lock never taken in hard-IRQ context (its own lockdep class). */
+void rnvme_glue_spin_lock_init_plain(spinlock_t *lock);
+/* spin_lock(): interrupts stay enabled. */
+void rnvme_glue_spin_lock(spinlock_t *lock);
+/* spin_unlock(). */
+void rnvme_glue_spin_unlock(spinlock_t *lock);
 /* mutex_init() (one lockdep class for all kernel-glue sleeping locks). */
 void rnvme_glue_mutex_init(struct mutex *lock);
 /* mutex_lock_interruptible(): 0 or -EINTR. */

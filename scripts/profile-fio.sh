@@ -60,7 +60,7 @@ tr -d '\r' < "$logf" | grep -aE '^fio-profile ' | while read -r _ wl dev ios irq
     awk -v wl="$wl" -v d="${dev#dev=}" -v n="$n" -v sq="${sq:-0}" -v cq="${cq:-0}" -v mi="${mirq:-0}" -v g="${ipi#irqs_per_io=}" \
         'BEGIN { printf "fio-profile-counts %s %s: ios %d, per I/O: sq doorbells %.3f, cq doorbells %.3f, msi-x %.3f (guest irqs %s)\n", wl, d, n, sq / n, cq / n, mi / n, g }'
 done
-tr -d '\r' < "$logf" | grep -aE '^fio-profile-(sym|batch) '
+tr -d '\r' < "$logf" | grep -aE '^fio-profile-(sym|batch|cpu|queue|dispatched|lat|ip) '
 rm -f "$tracef"
 log "guest log: $logf"
 # The counts of a failed run (e.g. a kernel-log report) are printed too, then the script fails.

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! A spinlock taken with interrupts disabled (`spin_lock_irqsave()`), for data shared between
-//! process context and a hard-IRQ handler.
+//! process context and a hard-IRQ handler, and a plain one (`spin_lock()`) for data no
+//! interrupt handler touches.
 //!
 //! C header: [`include/linux/spinlock.h`](srctree/include/linux/spinlock.h)
 //!
@@ -92,6 +93,88 @@ impl<T> Drop for IrqSpinLockGuard<'_, T> {
     fn drop(&mut self) {
         // SAFETY: the lock is held by this guard with these flags.
         unsafe { helpers::rnvme_glue_spin_unlock_irqrestore(self.lock.lock.get(), self.flags) };
+    }
+}
+
+/// Data of type `T` behind a spinlock taken with interrupts left enabled (`spin_lock()`): for
+/// data only process and softirq context touch, e.g. the submission side of an NVMe queue
+/// (`nvmeq->sq_lock` in `drivers/nvme/host/pci.c`). Its holder may still be interrupted, so
+/// an interrupt handler must never take it (it would spin on the CPU that holds it); its
+/// `spinlock_t`s have their own lockdep class, which checks exactly that.
+///
+/// # Invariants
+///
+/// `lock` is an initialised `spinlock_t` that never moves (boxed); `data` is only reached
+/// through a [`SpinLockGuard`], which holds the lock.
+pub struct SpinLock<T> {
+    lock: KBox<Opaque<bindings::spinlock_t>>,
+    data: UnsafeCell<T>,
+}
+
+// SAFETY: the lock hands `T` to one thread at a time; `T: Send` may move between threads.
+unsafe impl<T: Send> Send for SpinLock<T> {}
+// SAFETY: as above: shared access only gives `&mut T` under the lock.
+unsafe impl<T: Send> Sync for SpinLock<T> {}
+
+impl<T> core::fmt::Debug for SpinLock<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SpinLock").finish()
+    }
+}
+
+impl<T> SpinLock<T> {
+    /// A new unlocked lock around `data` (allocates the `spinlock_t`; may sleep).
+    pub fn new(data: T) -> Result<Self> {
+        let lock = KBox::new(Opaque::<bindings::spinlock_t>::uninit(), GFP_KERNEL)?;
+        // SAFETY: `lock.get()` is valid, boxed memory for a `spinlock_t`, initialised here once
+        // before any use.
+        unsafe { helpers::rnvme_glue_spin_lock_init_plain(lock.get()) };
+        // INVARIANT: initialised above; boxed, so it never moves.
+        Ok(Self {
+            lock,
+            data: UnsafeCell::new(data),
+        })
+    }
+
+    /// Takes the lock (interrupts stay enabled) until the guard drops. Never call it from a
+    /// hard-IRQ handler.
+    pub fn lock(&self) -> SpinLockGuard<'_, T> {
+        // SAFETY: initialised lock (type invariant).
+        unsafe { helpers::rnvme_glue_spin_lock(self.lock.get()) };
+        SpinLockGuard { lock: self }
+    }
+}
+
+/// The held lock of a [`SpinLock`]; unlocks on drop.
+pub struct SpinLockGuard<'a, T> {
+    lock: &'a SpinLock<T>,
+}
+
+impl<T> core::fmt::Debug for SpinLockGuard<'_, T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SpinLockGuard").finish()
+    }
+}
+
+impl<T> Deref for SpinLockGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the guard holds the lock, so no other reference to the data exists.
+        unsafe { &*self.lock.data.get() }
+    }
+}
+
+impl<T> DerefMut for SpinLockGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`, and `&mut self` makes this the only reference.
+        unsafe { &mut *self.lock.data.get() }
+    }
+}
+
+impl<T> Drop for SpinLockGuard<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: the lock is held by this guard.
+        unsafe { helpers::rnvme_glue_spin_unlock(self.lock.lock.get()) };
     }
 }
 

@@ -14,7 +14,7 @@ use kernel_glue::{
         CompBatch, HwQueue, LocalCompBatch, Op, Operations, OwnedRequest, Request, RqList, TagSet,
         TimeoutAction,
     },
-    dma::{Direction, DmaPool, Mapping},
+    dma::{Direction, DmaPool, MappedSegment, Mapping},
     error::BlkStatus,
     irq::{Handler, IrqReturn},
     pci, KPage,
@@ -31,6 +31,60 @@ use crate::{
 
 /// Most data segments of one request (`max_segments`).
 pub(crate) const MAX_SEGS: usize = 128;
+
+/// Requests of at most this many physical segments have their mapping table in the PDU, not
+/// on the heap: no allocation, zeroing and freeing of a 2 KiB table per I/O (the C driver maps
+/// a one-segment request without its scatterlist, `nvme_setup_prp_simple()` in
+/// `drivers/nvme/host/pci.c`).
+const INLINE_SEGS: usize = 2;
+
+/// The DMA mappings of a request's data segments (unmapped on drop).
+enum DataMap {
+    /// Up to [`INLINE_SEGS`] segments, held in the request's PDU.
+    Inline(Mapping<INLINE_SEGS>),
+    /// Up to [`MAX_SEGS`] segments, on the heap: the table is 2 KiB and `queue_rq`'s stack
+    /// frame must stay small (issue 7: 8.9 KiB when it was held by value).
+    Boxed(KBox<Mapping<MAX_SEGS>>),
+}
+
+impl DataMap {
+    /// The mapped segments, in order.
+    fn segments(&self) -> &[MappedSegment] {
+        match self {
+            Self::Inline(m) => m.segments(),
+            Self::Boxed(m) => m.segments(),
+        }
+    }
+}
+
+/// Maps the data segments of `rq` into `map` (`ENOSPC` when it has no room for them all).
+/// Physically contiguous segments are mapped as one, as the block layer counts them
+/// (`biovec_phys_mergeable()`, `blk_rq_map_sg()`): only the merged segment has to end on a
+/// controller page for the PRP rules.
+fn map_data<const N: usize>(rq: &Request<IoOps>, map: &mut Mapping<N>) -> Result {
+    let mut pending: Option<Bvec<KPage>> = None;
+    let mut map_one = |seg: &Bvec<KPage>| {
+        // SAFETY: the segment is data of `rq`, which the block layer keeps allocated and
+        // untouched by the CPU (against the direction) until the request ends; the mapping is
+        // dropped before it ends (`complete`, `end_batched`).
+        unsafe { map.map(seg) }
+    };
+    rq.for_each_segment(|seg| {
+        if let Some(p) = pending {
+            if let Some(m) = merge(&p, seg) {
+                pending = Some(m);
+                return Ok(());
+            }
+            map_one(&p)?;
+        }
+        pending = Some(*seg);
+        Ok(())
+    })?;
+    match pending {
+        Some(p) => map_one(&p),
+        None => Ok(()),
+    }
+}
 
 /// A namespace: the data of one disk's request queue.
 pub(crate) struct Namespace {
@@ -153,9 +207,8 @@ pub(crate) struct IoOwned {
 
 /// The resources of a request's command: what must live until completion.
 pub(crate) struct RqOwned {
-    /// The data segments' DMA mappings (unmapped on drop), on the heap: the table is 2 KiB and
-    /// `queue_rq`'s stack frame must stay small (issue 7: 8.9 KiB when it was held by value).
-    _map: Option<KBox<Mapping<MAX_SEGS>>>,
+    /// The data segments' DMA mappings (unmapped on drop).
+    _map: Option<DataMap>,
     /// PRP list pages (chained), SGL or DSM range page (freed on drop).
     _lists: ListPages,
 }
@@ -165,7 +218,7 @@ impl RqOwned {
     /// mapping table is built on the heap, off `queue_rq`'s stack, and moved in here).
     pub(crate) fn data(map: Option<KBox<Mapping<MAX_SEGS>>>, lists: ListPages) -> Self {
         Self {
-            _map: map,
+            _map: map.map(DataMap::Boxed),
             _lists: lists,
         }
     }
@@ -215,34 +268,28 @@ impl IoOps {
                 } else {
                     Direction::FromDevice
                 };
-                // Built on the heap (`queue_rq` may not sleep): never on this stack.
-                let mut map = Mapping::<MAX_SEGS>::new_boxed(&data.dev, dir, GFP_ATOMIC)
-                    .map_err(prep_status)?;
-                // Physically contiguous segments are mapped as one, as the block layer counts
-                // them (`biovec_phys_mergeable()`, `blk_rq_map_sg()`): only the merged segment
-                // has to end on a controller page for the PRP rules.
-                let mut pending: Option<Bvec<KPage>> = None;
-                let mut map_one = |seg: &Bvec<KPage>| {
-                    // SAFETY: the segment is data of `rq`, which the block layer keeps
-                    // allocated and untouched by the CPU (against the direction) until the
-                    // request ends; the mapping is dropped before it ends (`complete`).
-                    unsafe { map.map(seg) }
-                };
-                rq.for_each_segment(|seg| {
-                    if let Some(p) = pending {
-                        if let Some(m) = merge(&p, seg) {
-                            pending = Some(m);
-                            return Ok(());
-                        }
-                        map_one(&p)?;
+                // A few segments (blk-mq's count; merging never gives more): in the PDU.
+                let inline = if usize::from(rq.nr_phys_segments()) <= INLINE_SEGS {
+                    let mut m = Mapping::<INLINE_SEGS>::new(&data.dev, dir);
+                    match map_data(rq, &mut m) {
+                        Ok(()) => Some(DataMap::Inline(m)),
+                        // More than counted: unmapped (`m` drops), mapped again below.
+                        Err(e) if e == ENOSPC => None,
+                        Err(e) => return Err(prep_status(e)),
                     }
-                    pending = Some(*seg);
-                    Ok(())
-                })
-                .map_err(prep_status)?;
-                if let Some(p) = pending {
-                    map_one(&p).map_err(prep_status)?;
-                }
+                } else {
+                    None
+                };
+                let map = match inline {
+                    Some(m) => m,
+                    None => {
+                        // Built on the heap (`queue_rq` may not sleep): never on this stack.
+                        let mut b = Mapping::<MAX_SEGS>::new_boxed(&data.dev, dir, GFP_ATOMIC)
+                            .map_err(prep_status)?;
+                        map_data(rq, &mut b).map_err(prep_status)?;
+                        DataMap::Boxed(b)
+                    }
+                };
                 let segs = map.segments();
                 let policy = SglPolicy {
                     ctrl_supports_sgls: data.sgls,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! One NVMe queue pair: submission and completion rings in coherent DMA memory, their doorbells,
-//! and the command id table, all under one IRQ-safe lock.
+//! and the command id table, all under one IRQ-safe lock; submitters also hold a plain
+//! submission lock, under which the SQ tail doorbell is written with interrupts enabled.
 //!
 //! C header: [`include/linux/nvme.h`](srctree/include/linux/nvme.h)
 //!
@@ -19,7 +20,7 @@ use kernel_glue::{
     dma::CoherentAllocation,
     io::Bar,
     pci,
-    sync::{IrqSpinLock, IrqSpinLockGuard},
+    sync::{IrqSpinLock, SpinLock, SpinLockGuard},
 };
 use nvme::{
     CidTable, CompletionEntry, CompletionMemory, CompletionQueue, DbbufLayout, Doorbells,
@@ -192,6 +193,12 @@ pub(crate) struct Queue {
     sq_db: usize,
     cq_db: usize,
     bar: Arc<Bar>,
+    /// Held by submitters (never in an interrupt handler) from before a command is written
+    /// into the ring until after the SQ tail doorbell write that publishes it
+    /// (`nvmeq->sq_lock` in `drivers/nvme/host/pci.c`): tail doorbell writes happen in tail
+    /// order, and the MMIO write, which under emulation can take long, runs with interrupts
+    /// enabled, outside `rings`. Taken before `rings`, never inside it.
+    sq_lock: SpinLock<()>,
     rings: IrqSpinLock<Rings>,
 }
 
@@ -242,6 +249,7 @@ impl Queue {
                 sq_db,
                 cq_db,
                 bar: bar.clone(),
+                sq_lock: SpinLock::new(())?,
                 rings: IrqSpinLock::new(rings)?,
             },
             GFP_KERNEL,
@@ -303,6 +311,9 @@ impl Queue {
     /// head, CQ head and phase back to the start, the completion ring zeroed (its old entries
     /// would otherwise look posted in the new phase), any command still in flight forgotten.
     pub(crate) fn reset_rings(&self) {
+        // No submitter is between its tail update and its doorbell write while the tail is
+        // reset.
+        let _sq = self.sq_lock.lock();
         let mut r = self.rings.lock();
         r.cids.cancel_all();
         r.sq.reset();
@@ -341,11 +352,17 @@ impl Queue {
         cmd: &mut SubmissionEntry,
         last: bool,
     ) -> Result<(), SubmitError> {
-        let mut r = self.rings.lock();
-        self.push(&mut r, tag, cmd)?;
-        if last {
-            self.ring_sq(&mut r);
-        }
+        let _sq = self.sq_lock.lock();
+        let db = {
+            let mut r = self.rings.lock();
+            self.push(&mut r, tag, cmd)?;
+            if last {
+                Self::sq_doorbell(&mut r)
+            } else {
+                None
+            }
+        };
+        self.write_sq_doorbell(db);
         Ok(())
     }
 
@@ -364,29 +381,40 @@ impl Queue {
         Ok(())
     }
 
-    /// Starts a batch of submissions (`nvme_submit_cmds()`): the queue stays locked until the
-    /// batch drops, which rings the doorbell once for all its commands.
+    /// Starts a batch of submissions (`nvme_submit_cmds()`): the submission lock stays held
+    /// until the batch drops, which rings the doorbell once for all its commands.
     pub(crate) fn batch(&self) -> SqBatch<'_> {
         SqBatch {
             q: self,
-            r: self.rings.lock(),
+            _sq: self.sq_lock.lock(),
             pushed: 0,
         }
     }
 
     /// Rings the submission doorbell for entries pushed without `last`.
     pub(crate) fn commit(&self) {
-        let mut r = self.rings.lock();
-        self.ring_sq(&mut r);
+        let _sq = self.sq_lock.lock();
+        let db = Self::sq_doorbell(&mut self.rings.lock());
+        self.write_sq_doorbell(db);
     }
 
-    fn ring_sq(&self, r: &mut Rings) {
-        if let Some(tail) = r.sq.commit() {
-            // With shadow doorbells the MMIO write is needed only when the controller asked.
-            if r.shadow.as_mut().map_or(true, |s| s.sq(tail as u16)) {
-                // `writel` orders the entry (coherent memory) before the doorbell.
-                let _ = self.bar.write32(self.sq_db, tail);
-            }
+    /// Publishes the entries pushed since the last call (shadow doorbell included); returns
+    /// the tail to write to the MMIO doorbell, if the controller needs that write.
+    fn sq_doorbell(r: &mut Rings) -> Option<u32> {
+        let tail = r.sq.commit()?;
+        // With shadow doorbells the MMIO write is needed only when the controller asked.
+        r.shadow
+            .as_mut()
+            .map_or(true, |s| s.sq(tail as u16))
+            .then_some(tail)
+    }
+
+    /// Writes `tail` (from [`Queue::sq_doorbell`], under the same hold of the submission
+    /// lock) to the SQ tail doorbell.
+    fn write_sq_doorbell(&self, tail: Option<u32>) {
+        if let Some(tail) = tail {
+            // `writel` orders the entries (coherent memory) before the doorbell.
+            let _ = self.bar.write32(self.sq_db, tail);
         }
     }
 
@@ -457,11 +485,12 @@ impl Queue {
     }
 }
 
-/// Submissions to one queue under one hold of its lock, with one doorbell write (through the
-/// shadow doorbell when there is one) when it drops, if anything was pushed.
+/// Submissions to one queue under one hold of its submission lock, with one doorbell write
+/// (through the shadow doorbell when there is one) when it drops, if anything was pushed.
 pub(crate) struct SqBatch<'a> {
     q: &'a Queue,
-    r: IrqSpinLockGuard<'a, Rings>,
+    /// Released after `drop` wrote the doorbell.
+    _sq: SpinLockGuard<'a, ()>,
     pushed: u32,
 }
 
@@ -470,7 +499,7 @@ impl SqBatch<'_> {
     /// generation), as [`Queue::submit`] does without `last`. The controller sees it once the
     /// batch drops; on `Err` nothing was written.
     pub(crate) fn push(&mut self, tag: u16, cmd: &mut SubmissionEntry) -> Result<(), SubmitError> {
-        self.q.push(&mut self.r, tag, cmd)?;
+        self.q.push(&mut self.q.rings.lock(), tag, cmd)?;
         self.pushed += 1;
         Ok(())
     }
@@ -484,7 +513,8 @@ impl SqBatch<'_> {
 impl Drop for SqBatch<'_> {
     fn drop(&mut self) {
         if self.pushed > 0 {
-            self.q.ring_sq(&mut self.r);
+            let db = Queue::sq_doorbell(&mut self.q.rings.lock());
+            self.q.write_sq_doorbell(db);
         }
     }
 }

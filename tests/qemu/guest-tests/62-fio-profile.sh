@@ -13,7 +13,8 @@
 # rnvme_prof_top (symbols per run, default 25), rnvme_prof_wl (RW:BS:QD,... default
 # randread:4k:1,randread:4k:32,read:128k:8), rnvme_prof_callgraph=1 (perf -g, call chains as
 # `fio-profile-cg` lines), rnvme_prof_rnvme_params (rnvme.ko parameters, e.g.
-# shadow_doorbells=0; a kernel command line value holds one), rnvme_prof_batch=N (fio
+# shadow_doorbells=0; a kernel command line value holds one), rnvme_prof_ips=1 (the driver
+# module's hottest instruction addresses), rnvme_prof_batch=N (fio
 # iodepth_batch_submit=N and iodepth_batch_complete_min=N: fio reaps N completions and then
 # submits N I/Os per io_uring_enter, so io_uring plugs them and blk-mq hands them to queue_rqs as
 # one list; with fio's defaults (1) a full queue submits one I/O per call). Reported, never asserted.
@@ -42,6 +43,15 @@ irq_total() {
     # shellcheck disable=SC2046
     irq_counts $(nvme_irqs "$1") | awk '{ for (i = 2; i <= NF; i++) s += $i } END { print s + 0 }'
 }
+# cpu_counts BDF: per vector of the controller, its interrupts on each CPU ("irq:c0/c1 ..."),
+# then the BLOCK softirqs and function-call IPIs (CAL) of each CPU: what a run adds shows where
+# completions ran (in the vector's interrupt, through the block softirq, or by IPI).
+cpu_counts() {
+    # shellcheck disable=SC2046
+    irq_counts $(nvme_irqs "$1") | awk '{ printf "%s", $1; for (i = 2; i <= NF; i++) printf "%s%s", (i == 2 ? "" : "/"), $i; printf " " }'
+    awk '$1 == "BLOCK:" { printf "block:"; for (i = 2; i <= NF; i++) printf "%s%s", (i == 2 ? "" : "/"), $i; printf " " }' /proc/softirqs
+    awk '$1 == "CAL:" { printf "cal:"; for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) printf "%s%s", (i == 2 ? "" : "/"), $i; printf " " }' /proc/interrupts
+}
 bar0() { awk 'NR == 1 { print $1 }' "/sys/bus/pci/devices/$1/resource"; }
 marker=0
 mark() { devmem $(($(bar0 "$1") + 12)) 32 > /dev/null; marker=$((marker + 1)); }
@@ -58,6 +68,7 @@ for w in $(echo "$wls" | tr , ' '); do
     for side in rnvme nvme; do
         if [ "$side" = rnvme ]; then b=$br d=$dr; else b=$bc d=$dc; fi
         i0=$(irq_total "$b")
+        c0=$(cpu_counts "$b")
         mark "$b"
         m=$marker
         perf record -q -a ${rnvme_prof_callgraph:+-g} -F 997 -o "/tmp/perf.$side.$wl" -- fio --name="$side" \
@@ -68,6 +79,9 @@ for w in $(echo "$wls" | tr , ' '); do
             --terse-version=3 > /tmp/prof.out 2>/tmp/prof.err
         mark "$b"
         i1=$(irq_total "$b")
+        c1=$(cpu_counts "$b")
+        echo "fio-profile-cpu $wl dev=$side before: $c0"
+        echo "fio-profile-cpu $wl dev=$side after: $c1"
         # rnvme's batching counters (cumulative since load; absent on rnvme.ko before issue 9's
         # queue_rqs): `fio-profile-batch <workload> <name> <value> ...`.
         if [ "$side" = rnvme ]; then
@@ -77,6 +91,9 @@ for w in $(echo "$wls" | tr , ' '); do
         fi
         ios=$(awk -F';' '$1 == 3 { print $6 + $47 }' /tmp/prof.out)
         case "$2" in *k) ios=$((ios / ${2%k})) ;; *) ios=$((ios * 1024 / $2)) ;; esac
+        # fio's own view of the run (terse v3, read side): mean submission, completion and
+        # total latency in µs, then fio's user and system CPU % and context switches.
+        awk -F';' -v w="$wl" -v d="$side" '$1 == 3 { printf "fio-profile-lat %s dev=%s slat %s clat %s lat %s usr %s sys %s ctx %s\n", w, d, $12, $16, $40, $88, $89, $90 }' /tmp/prof.out
         if [ "${ios:-0}" -gt 0 ]; then
             echo "fio-profile $wl dev=$side ios=$ios irqs=$((i1 - i0)) irqs_per_io=$(awk -v a=$((i1 - i0)) -v b="$ios" 'BEGIN { printf "%.3f", a / b }') marker=$m"
             pass "fio-profile-$wl-$side"
@@ -84,8 +101,20 @@ for w in $(echo "$wls" | tr , ' '); do
             cat /tmp/prof.out /tmp/prof.err
             fail "fio-profile-$wl-$side (no I/O)"
         fi
-        perf report -q -i "/tmp/perf.$side.$wl" --stdio --no-children --sort sym 2>/dev/null |
+        perf report -q -i "/tmp/perf.$side.$wl" --stdio --no-children -g none --sort sym 2>/dev/null |
             grep '%' | head -n "$top" | awk -v w="$wl" -v d="$side" '{ p = $1; $1 = ""; $2 = ""; print "fio-profile-sym " w " dev=" d " " p $0 }'
+        # Where in the driver's own code the samples fall: the hottest instruction addresses of
+        # the driver module, as offsets into its .text (objdump -d of the .ko on the host maps
+        # them to instructions): `fio-profile-ip <workload> dev=<d> <samples> <sym>+0x<off>`.
+        if [ -n "$rnvme_prof_ips" ]; then
+            mod=$side
+            base=$(cat "/sys/module/$mod/sections/.text" 2>/dev/null)
+            perf script -i "/tmp/perf.$side.$wl" -F ip,sym,dso 2>/dev/null |
+                awk -v m="[$mod]" -v w="$wl" -v d="$side" -v b="${base:-0x0}" '
+                    index($0, m) { c[$1 " " $2]++ }
+                    END { for (k in c) { split(k, a, " "); printf "fio-profile-ip %s dev=%s %d %s ip=0x%s text=%s\n", w, d, c[k], a[2], a[1], b } }' |
+                sort -k4 -n -r | head -n 40
+        fi
         if [ -n "$rnvme_prof_callgraph" ]; then
             perf report -q -i "/tmp/perf.$side.$wl" --stdio --no-children --percent-limit 2 \
                 -g caller,0.5,callee,function,percent 2>/dev/null | grep -v '^$' | head -n 150 |
