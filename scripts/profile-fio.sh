@@ -4,7 +4,10 @@
 # turn on identical controllers) under QEMU's NVMe trace events, and prints per driver and
 # workload: I/Os, interrupts per I/O (guest /proc/interrupts), MMIO doorbell writes (SQ tail, CQ
 # head) and MSI-X interrupts per I/O (QEMU trace between the guest's INTMS-read markers), and the
-# hottest kernel symbols of a guest `perf record -a` (cpu-clock) profile.
+# hottest kernel symbols of a guest `perf record -a` (cpu-clock) profile; also each run's
+# per-CPU vector, BLOCK-softirq and IPI counts (fio-profile-cpu), fio's mean submission and
+# completion latency (fio-profile-lat) and, with rnvme_prof_ips=1, the driver module's hottest
+# instruction addresses (fio-profile-ip, offsets into .text for objdump -d of the .ko).
 #
 #   scripts/profile-fio.sh [--ko FILE] [--secs N]
 #   RNVME_PROF_APPEND='rnvme_prof_rnvme_params=shadow_doorbells=0 rnvme_prof_callgraph=1' \
@@ -20,7 +23,7 @@ while (($#)); do
     case "$1" in
         --ko) ko="$2"; shift 2 ;;
         --secs) secs="$2"; shift 2 ;;
-        -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
         *) die "unknown argument '$1'" ;;
     esac
 done
