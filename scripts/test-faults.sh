@@ -12,6 +12,8 @@
 #                          afterwards (RNVME_FAULTS_RESET=0 leaves it out: for a driver
 #                          without the controller reset, whose io-after check then fails)
 #   73-fault-alloc         failslab / fail_page_alloc during probe (budget sweep) and during I/O
+#                          (its I/O phase can turn the debug kernel's DMA-API debugging off for
+#                          the rest of the boot, see the test)
 #   74-fault-unload        rmmod refused while open / under fio, succeeds after close, 3 rounds
 #   75-ack-write           FUA and flush writes acknowledged on the console, then QMP quit
 # Each fault test prints `fault-<name>: survived, <n> I/O errors seen, <k> leaks` (kmemleak scan

@@ -14,6 +14,11 @@
 #     sees errors or retried successes, never wrong data, and the disk works afterwards.
 # The injection counters (`times`) prove failures were injected. Nothing may leak (kmemleak on
 # the debug kernel) and no kernel warning may appear (the harness fails on one).
+# On the debug kernel the I/O phase can end DMA-API debugging for the rest of the boot: the
+# driver maps in fio's task, and kernel/dma/debug.c add_dma_entry() turns dma-debug off for good
+# when its cacheline radix tree insert (GFP_ATOMIC, in that task) is among the injected failures
+# ("cacheline tracking ENOMEM, dma-debug disabled"); a line says whether it happened. Then
+# 74-fault-unload and 75-ack-write run without it.
 . /lib/rnvme/lib.sh
 . /lib/rnvme/faults.sh
 
@@ -56,16 +61,24 @@ for kind in slab page; do
     [ $kind = page ] && dir=$page budgets=$page_budgets unit=pages
     for sp in $budgets; do
         attr_set $dir 100 1 "$sp" N
-        # The bind runs in this subshell, the only task with make-it-fail.
-        ( echo 1 > /proc/self/make-it-fail; echo "$CTRL" > $drv/bind ) 2>/dev/null
+        # The bind runs in this shell, the only task with make-it-fail; bounded: a probe that
+        # never ends fails the test with the stuck tasks' state, not the whole run by timeout.
+        bounded $((WAIT_S * 2)) sh -c "echo 1 > /proc/self/make-it-fail; echo $CTRL > $drv/bind" 2>/dev/null
         rc=$?
+        if [ "$rc" = 124 ]; then
+            ffail "fault-alloc-probe-$kind-$sp (bind still running after $((WAIT_S * 2)) s)"
+            fault_result alloc 0; exit 1
+        fi
         left=$(cat $dir/times)
         attr_off $dir
         probes=$((probes + 1))
         inj=0; [ "$left" = 0 ] && inj=1
         injected=$((injected + inj))
         if [ "$rc" = 0 ] && [ "$(nvme_driver "$CTRL")" = rnvme ]; then
-            if d=$(nvme_wait_disks "$CTRL" 1 "$WAIT_S"); then
+            # The probe adds its disks before the bind returns: no long wait (a probe whose
+            # namespace identify failed binds without a disk, and 90 s of polling for it took
+            # 250 s under load).
+            if d=$(nvme_wait_disks "$CTRL" 1 10); then
                 res="bound, disk $d"
                 # The only controller: a leaked instance number would name it rnvme1n1.
                 [ "$d" = rnvme0n1 ] || ffail "fault-alloc-probe-$kind-$sp (disk named $d: an instance number leaked)"
@@ -77,7 +90,10 @@ for kind in slab page; do
                 # the failure was injected.
                 [ "$inj" = 1 ] || ffail "fault-alloc-probe-$kind-$sp (bound without a disk, nothing injected)"
             fi
-            echo "$CTRL" > $drv/unbind
+            if ! bounded $((WAIT_S * 2)) sh -c "echo $CTRL > $drv/unbind"; then
+                ffail "fault-alloc-probe-$kind-$sp (unbind failed or still running after $((WAIT_S * 2)) s)"
+                fault_result alloc 0; exit 1
+            fi
         else
             res="probe failed (bind exit $rc)"
             failed_probes=$((failed_probes + 1))
@@ -125,6 +141,13 @@ else
     pass "fault-alloc-io-data (no verify mismatch)"
 fi
 errors=$((errors + e))
+if [ -d /sys/kernel/debug/dma-api ]; then
+    if dmesg | grep -qE 'dma-debug disabled|debugging out of memory - disabling'; then
+        echo "fault-alloc-io: DMA-API debug disabled itself (an injected failure hit its own tracking), off for the rest of this boot"
+    else
+        echo "fault-alloc-io: DMA-API debug still active"
+    fi
+fi
 run_fio fault-alloc-io-after --filename=/dev/$DISK --allow_file_create=0 --direct=1 --bsrange=4k-1m --size=${VMB}M \
     --offset=32M --ioengine=libaio --iodepth=8 --rw=randwrite --verify=crc32c --do_verify=1 \
     --verify_fatal=1 || FAULT_FAILED=1

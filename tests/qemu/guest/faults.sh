@@ -17,6 +17,10 @@
 #                            CHECK: 2 s, then success)
 #   leak_scan                kmemleak scan (twice, 5 s apart: objects younger than 5 s are not
 #                            reported) where the kernel has kmemleak; sets LEAKS (count) or "n/a"
+#   bounded SECS CMD...      runs CMD in the background and returns its status, or 124 if it still
+#                            runs after SECS, having printed (`stuck:` lines) its state and wait
+#                            channel and those of every task in uninterruptible sleep, with their
+#                            kernel stacks where the kernel has /proc/PID/stack
 #   fault_result NAME ERRORS one line: `fault-NAME: survived, N I/O errors seen, 0 leaks` and PASS,
 #                            or FAIL with the reason (leaks, or a failed check before it); on a
 #                            kernel without kmemleak the line says `leaks not scanned`
@@ -131,6 +135,32 @@ qmp() {
         [ "$_i" -ge $((_secs * 10)) ] && return 1
         sleep 0.1
     done
+}
+
+_stuck_report() {
+    for _d in /proc/[0-9]*; do
+        [ -r "$_d/status" ] || continue
+        if [ "${_d#/proc/}" = "$1" ] || grep -q '^State:.*(disk sleep)' "$_d/status" 2>/dev/null; then
+            echo "stuck: pid ${_d#/proc/} $(cat "$_d/comm" 2>/dev/null)" \
+                "$(sed -n 's/^State:[[:space:]]*//p' "$_d/status" 2>/dev/null) wchan $(cat "$_d/wchan" 2>/dev/null)"
+            [ -r "$_d/stack" ] && sed 's/^/stuck:   /' "$_d/stack" 2>/dev/null
+        fi
+    done
+}
+
+bounded() {
+    _bsecs="$1"; shift
+    "$@" &
+    _bpid=$!
+    _bend=$(( $(cut -d. -f1 /proc/uptime) + _bsecs ))
+    while kill -0 "$_bpid" 2>/dev/null; do
+        if [ "$(cut -d. -f1 /proc/uptime)" -ge "$_bend" ]; then
+            _stuck_report "$_bpid"
+            return 124
+        fi
+        sleep 0.1
+    done
+    wait "$_bpid"
 }
 
 leak_scan() {
