@@ -98,10 +98,13 @@ pub(crate) enum Counter {
     /// Cached tags taken over by another registration of the same pages (a buffer unregistered
     /// and registered again, or registered in another ring) instead of mapping them again.
     TagsTakenOver,
+    /// Cached tags dropped because a plain I/O covered some of their pages but not in a way the
+    /// tag could carry (e.g. an I/O across the end of a registered buffer).
+    TagsDroppedOverlap,
 }
 
 /// The counter names, one per [`Counter`].
-const NAMES: [&CStr; 18] = [
+const NAMES: [&CStr; 19] = [
     c_str!("io_premapped"),
     c_str!("io_mapped"),
     c_str!("tags_created"),
@@ -120,6 +123,7 @@ const NAMES: [&CStr; 18] = [
     c_str!("tag_create_ns"),
     c_str!("io_plain_on_tag"),
     c_str!("tags_taken_over"),
+    c_str!("tags_dropped_overlap"),
 ];
 
 /// The premap counters of one controller (debugfs `rnvme/rnvme<C>/premap`).
@@ -275,6 +279,74 @@ pub(crate) struct FileTags {
     cache: IrqSpinLock<Cache>,
 }
 
+/// How much of a plain I/O's bytes a tag maps (see [`overlap`]).
+enum Overlap {
+    /// Every byte, at the same offsets: the I/O can go on the tag.
+    Whole,
+    /// Some pages but not all: a second mapping of the I/O's pages would overlap the tag's.
+    Part,
+    /// None of its pages.
+    None,
+}
+
+/// What [`FileTags::holding`] found.
+enum Held {
+    /// A cached tag holding all of the I/O's bytes.
+    Whole(Arc<Tag>),
+    /// A tag mapping some of them, taken out of the cache.
+    Part(Arc<Tag>),
+    /// Neither.
+    None,
+}
+
+/// How much of the plain I/O at user addresses `[addr, end)`, whose segments `for_each` hands
+/// out in order, `t` maps at the same place: the I/O's bytes inside the tag's address range
+/// are compared, 4 KiB piece by piece, with the tag's pages (physical addresses).
+fn overlap(
+    t: &Tag,
+    addr: u64,
+    end: u64,
+    for_each: &impl Fn(&mut dyn FnMut(&bvec::Bvec<kernel_glue::KPage>) -> Result) -> Result,
+) -> Overlap {
+    let b = t.buf.buf();
+    let lo = b.ubuf;
+    let Some(hi) = lo.checked_add(b.len) else {
+        return Overlap::None;
+    };
+    if hi <= addr || lo >= end {
+        return Overlap::None;
+    }
+    let mut va = addr;
+    let mut matched = 0u64;
+    let walked = for_each(&mut |seg| {
+        let seg_end = va + u64::from(seg.len());
+        let mut s = va.max(lo);
+        let e = seg_end.min(hi);
+        while s < e {
+            // Up to the next 4 KiB boundary of the tag's buffer.
+            let pos = s - lo + u64::from(b.first_page_offset);
+            let n = (e - s).min(4096 - pos % 4096);
+            let piece = u32::try_from(s - va)
+                .ok()
+                .and_then(|d| seg.offset().checked_add(d))
+                .and_then(|o| bvec::Bvec::new(seg.page(), o, n as u32).ok());
+            if piece.is_some_and(|p| t.buf.holds(s - lo, &p)) {
+                matched += n;
+            }
+            s += n;
+        }
+        va = seg_end;
+        Ok(())
+    });
+    if walked.is_err() || matched == 0 {
+        Overlap::None
+    } else if lo <= addr && end <= hi && matched == end - addr && va == end {
+        Overlap::Whole
+    } else {
+        Overlap::Part
+    }
+}
+
 /// Whether `t` is cached for registration `b`.
 fn same_key(t: &Tag, b: &kernel_glue::premap::FixedBuf) -> bool {
     t.key.load(Ordering::Relaxed) == b.id && same_range(t, b)
@@ -343,40 +415,63 @@ impl FileTags {
         out
     }
 
-    /// A cached tag whose buffer holds, at the offset of user address `addr`, exactly the
-    /// segments `for_each` hands out (`len` bytes). Checked under the lock (page addresses
-    /// only; nothing sleeps).
+    /// Looks through the cache for the `len` bytes at user address `addr` of a plain I/O whose
+    /// data segments `for_each` hands out: a tag whose buffer holds exactly those bytes
+    /// ([`Held::Whole`]), else one that maps some of their pages but not all, taken out of the
+    /// cache ([`Held::Part`]: the caller drops it outside the lock and asks again), else
+    /// [`Held::None`]. Checked under the lock (page addresses only; nothing sleeps).
     fn holding(
         &self,
         addr: u64,
         len: u32,
         for_each: &impl Fn(&mut dyn FnMut(&bvec::Bvec<kernel_glue::KPage>) -> Result) -> Result,
-    ) -> Option<Arc<Tag>> {
-        let end = addr.checked_add(u64::from(len))?;
-        let c = self.cache.lock();
-        c.slots
-            .iter()
-            .flatten()
-            .find(|t| {
-                let b = t.buf.buf();
-                let Some(e) = b.ubuf.checked_add(b.len) else {
-                    return false;
-                };
-                if b.ubuf > addr || end > e {
-                    return false;
+    ) -> Held {
+        let Some(end) = addr.checked_add(u64::from(len)) else {
+            return Held::None;
+        };
+        let mut c = self.cache.lock();
+        let mut part = None;
+        for (i, t) in c.slots.iter().enumerate() {
+            let Some(t) = t else { continue };
+            match overlap(t, addr, end, for_each) {
+                Overlap::Whole => return Held::Whole(t.clone()),
+                Overlap::Part => {
+                    part = Some(i);
+                    break;
                 }
-                let start = addr - b.ubuf;
-                let mut pos = start;
-                let held = for_each(&mut |seg| {
-                    if !t.buf.holds(pos, seg) {
-                        return Err(EINVAL);
-                    }
-                    pos += u64::from(seg.len());
-                    Ok(())
-                });
-                held.is_ok() && pos == start + u64::from(len)
-            })
-            .cloned()
+                Overlap::None => {}
+            }
+        }
+        let Some(t) = part.and_then(|i| c.slots.get_mut(i)).and_then(Option::take) else {
+            return Held::None;
+        };
+        c.bytes = c.bytes.saturating_sub(t.buf.mapped_bytes());
+        Held::Part(t)
+    }
+
+    /// [`FileTags::holding`] until it finds no tag mapping part of the I/O's pages: the cached
+    /// tag holding all of them, if any. Tags holding part of them are dropped from the cache
+    /// (counted in `tags_dropped_overlap`; outside the lock), so that the per-I/O mapping the
+    /// I/O then gets does not overlap a cached tag's; a request in flight on such a tag keeps
+    /// it mapped until it ends, as two I/Os in flight on the same pages would be mapped twice
+    /// by any driver.
+    fn holding_dropping(
+        &self,
+        addr: u64,
+        len: u32,
+        for_each: &impl Fn(&mut dyn FnMut(&bvec::Bvec<kernel_glue::KPage>) -> Result) -> Result,
+        stats: &Stats,
+    ) -> Option<Arc<Tag>> {
+        loop {
+            match self.holding(addr, len, for_each) {
+                Held::Whole(t) => return Some(t),
+                Held::Part(t) => {
+                    stats.add(Counter::TagsDroppedOverlap, 1);
+                    drop(t);
+                }
+                Held::None => return None,
+            }
+        }
     }
 
     /// Removes `t` from the cache if it is there.
@@ -539,7 +634,7 @@ impl Registry {
         if stats.get(Counter::TagsLive) <= 0 || len == 0 {
             return None;
         }
-        if let Some(t) = own.and_then(|f| f.holding(addr, len, &for_each)) {
+        if let Some(t) = own.and_then(|f| f.holding_dropping(addr, len, &for_each, stats)) {
             return Some(t);
         }
         // One file at a time, never two of these locks at once. A file opened or closed
@@ -556,7 +651,7 @@ impl Registry {
             if own.is_some_and(|o| core::ptr::eq(o, &*f)) {
                 continue;
             }
-            if let Some(t) = f.holding(addr, len, &for_each) {
+            if let Some(t) = f.holding_dropping(addr, len, &for_each, stats) {
                 return Some(t);
             }
         }
