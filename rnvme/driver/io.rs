@@ -622,8 +622,22 @@ impl Operations for IoOps {
                 tag
             );
             // First timeout of this submission: ask the controller to abort the command
-            // (`nvme_timeout()` does the same); its completion then ends the request.
-            if data.admin.state() == nvme::CtrlState::Live
+            // (`nvme_timeout()` does the same); its completion then ends the request. A
+            // controller reporting a fatal status (or no longer answering) is reset at once.
+            let csts = nvme::Csts::from_raw(nvme::Registers::read32(
+                &crate::regs::BarRegs(data.admin.bar()),
+                nvme::REG_CSTS,
+            ));
+            let state = data.admin.state();
+            let aborted = rq.shared().aborted.load(Ordering::Acquire);
+            if csts.cfs() {
+                warn_limited!(
+                    "{}: controller fatal status (CSTS {:#x}): resetting\n",
+                    data.dev.name(),
+                    csts.raw()
+                );
+            }
+            if nvme::TimeoutStep::decide(state, csts, aborted) == nvme::TimeoutStep::Abort
                 && !rq.shared().aborted.swap(true, Ordering::AcqRel)
             {
                 if let Some(cid) = q.cid_of(tag) {

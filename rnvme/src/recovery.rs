@@ -21,7 +21,7 @@
 //! claims it, [`CtrlState::can_start_reset`]); otherwise (while probing or removing, or during a
 //! reset) [`CtrlState::Dead`].
 
-use crate::Status;
+use crate::{Csts, Status};
 
 /// How often a request is retried after a failure that allows it (`nvme_max_retries`, 5).
 pub const MAX_RETRIES: u8 = 5;
@@ -125,6 +125,44 @@ impl CtrlState {
         match self {
             Self::Live if recoverable => Self::ResetPending,
             _ => Self::Dead,
+        }
+    }
+}
+
+/// What an I/O command's timeout does once the command is found still in flight on a
+/// controller that is not being reset (`nvme_timeout()` in `drivers/nvme/host/pci.c`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeoutStep {
+    /// Ask the controller to abort the command (the Abort admin command); its completion ends
+    /// the request.
+    Abort,
+    /// Reset the controller at once (the reset cancels every command in flight).
+    Reset,
+}
+
+impl TimeoutStep {
+    /// The step for a command's timeout in controller state `state`, with CSTS read as `csts`,
+    /// `aborted_before` if an Abort was already sent for this submission: abort the first time
+    /// on a [`CtrlState::Live`] controller, reset otherwise, and reset at once when the
+    /// controller reports a fatal status (CSTS.CFS; a device that no longer answers reads all
+    /// ones, CFS included), which will not abort anything (`nvme_should_reset()`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use nvme::{Csts, CtrlState, TimeoutStep};
+    /// let ready = Csts::from_raw(1);
+    /// assert_eq!(TimeoutStep::decide(CtrlState::Live, ready, false), TimeoutStep::Abort);
+    /// assert_eq!(TimeoutStep::decide(CtrlState::Live, ready, true), TimeoutStep::Reset);
+    /// assert_eq!(TimeoutStep::decide(CtrlState::Live, Csts::from_raw(3), false), TimeoutStep::Reset);
+    /// assert_eq!(TimeoutStep::decide(CtrlState::Live, Csts::from_raw(u32::MAX), false), TimeoutStep::Reset);
+    /// assert_eq!(TimeoutStep::decide(CtrlState::ResetPending, ready, false), TimeoutStep::Reset);
+    /// ```
+    pub const fn decide(state: CtrlState, csts: Csts, aborted_before: bool) -> Self {
+        if matches!(state, CtrlState::Live) && !csts.cfs() && !aborted_before {
+            Self::Abort
+        } else {
+            Self::Reset
         }
     }
 }
