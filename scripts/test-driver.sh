@@ -54,8 +54,11 @@ rc2=0
 if [[ "${RNVME_DRIVER_CHAIN:-1}" == 1 ]]; then
     chain_opts=(--topology chain)
     [[ "$variant" == debug ]] && chain_opts+=(-t 3600 --append "rnvme_test_timeout=2000")
+    contig="$RNVME_WORK/contig-dio"
+    cc -static -O2 -Wall -Werror -o "$contig" "$RNVME_REPO/tests/qemu/guest-tests/contig-dio.c" ||
+        die "contig-dio.c did not build (needs a static libc: libc6-dev)"
     img2=$("$q/mkinitramfs.sh" -k "$variant" --no-default-tests \
-        --add "$DRIVER_KO:/lib/modules/extra/rnvme.ko" \
+        --add "$DRIVER_KO:/lib/modules/extra/rnvme.ko" --add "$contig:/usr/bin/contig-dio" \
         --test "$RNVME_REPO/tests/qemu/guest-tests/25-rnvme-chain.sh" \
         -o "$RNVME_WORK/initramfs/rnvme-chain-$variant.cpio")
     logf2="$RNVME_WORK/logs/rnvme-chain-$variant-$(date +%Y%m%d-%H%M%S).log"
