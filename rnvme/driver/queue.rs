@@ -59,7 +59,7 @@ impl SubmissionMemory for SqMem<'_> {
         // In range: the core only writes indexes below the depth the memory was sized for.
         let _ = self
             .0
-            .write(usize::from(index) * SQE_SIZE, &entry.to_bytes());
+            .write_u64s(usize::from(index) * SQE_SIZE, &entry.to_qwords());
     }
 }
 
@@ -79,9 +79,9 @@ impl CompletionMemory for CqMem<'_> {
         // (`dma_rmb()` in `nvme_cqe_pending()` users; a compiler barrier on x86, whose loads are
         // not reordered with other loads).
         compiler_fence(Ordering::SeqCst);
-        let mut b = [0u8; CQE_SIZE];
-        let _ = self.0.read(usize::from(index) * CQE_SIZE, &mut b);
-        CompletionEntry::from_bytes(&b)
+        let mut q = [0u64; CQE_SIZE / 8];
+        let _ = self.0.read_u64s(usize::from(index) * CQE_SIZE, &mut q);
+        CompletionEntry::from_qwords(q)
     }
 }
 

@@ -262,6 +262,26 @@ impl SubmissionEntry {
         out
     }
 
+    /// The 64 wire bytes as eight quadwords, for queue memory written a quadword at a time:
+    /// quadword `n` holds dwords `2n` (low half) and `2n + 1`, so its little-endian bytes are
+    /// wire bytes `8n..8n + 8`.
+    ///
+    /// ```
+    /// use nvme::SubmissionEntry;
+    /// let q = SubmissionEntry::flush(7).to_qwords();
+    /// // Dword 0: opcode 0x00 (flush), flags 0, command id 0; dword 1: the namespace id.
+    /// assert_eq!(q[0], 7 << 32);
+    /// ```
+    pub fn to_qwords(&self) -> [u64; SQE_SIZE / 8] {
+        let mut out = [0u64; SQE_SIZE / 8];
+        for (n, q) in out.iter_mut().enumerate() {
+            let lo = self.cdw(2 * n).unwrap_or(0);
+            let hi = self.cdw(2 * n + 1).unwrap_or(0);
+            *q = u64::from(lo) | (u64::from(hi) << 32);
+        }
+        out
+    }
+
     /// An entry from its 64 wire bytes.
     pub fn from_bytes(b: &[u8; SQE_SIZE]) -> Self {
         let mut d = [0u32; 16];
@@ -391,6 +411,27 @@ impl CompletionEntry {
             }
         }
         out
+    }
+
+    /// An entry from its 16 wire bytes read as two quadwords (whose little-endian bytes are wire
+    /// bytes 0..8 and 8..16), for queue memory read a quadword at a time.
+    ///
+    /// ```
+    /// use nvme::CompletionEntry;
+    /// // Result 5; SQ head 3, SQ id 1, command id 9, status 0 with the phase bit set.
+    /// let e = CompletionEntry::from_qwords([5, 3 | 1 << 16 | 9 << 32 | 1 << 48]);
+    /// assert_eq!((e.result64(), e.sq_head(), e.sq_id(), e.cid()), (5, 3, 1, 9));
+    /// assert!(e.phase());
+    /// ```
+    pub const fn from_qwords(q: [u64; CQE_SIZE / 8]) -> Self {
+        let [result, w] = q;
+        Self::new(
+            result,
+            w as u16,
+            (w >> 16) as u16,
+            (w >> 32) as u16,
+            (w >> 48) as u16,
+        )
     }
 
     /// An entry from its 16 wire bytes.

@@ -5,7 +5,7 @@
 
 use iovstack_tests::nvme_sim::host::Host;
 use iovstack_tests::nvme_sim::SimConfig;
-use nvme::{SqError, SubmissionEntry, SubmissionMemory, SubmissionQueue};
+use nvme::{CompletionEntry, SqError, SubmissionEntry, SubmissionMemory, SubmissionQueue};
 use proptest::prelude::*;
 
 struct Discard;
@@ -149,5 +149,31 @@ proptest! {
                 }
             }
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// The quadword forms the driver uses on queue memory (eight stores per submission entry,
+    /// two loads per completion entry) carry exactly the wire bytes: any 64 bytes read as an
+    /// entry come back, quadword by quadword, as the same bytes, and any 16 completion bytes
+    /// read as two little-endian quadwords give the entry read byte by byte.
+    #[test]
+    fn quadword_forms_are_the_wire_bytes(
+        sqe in prop::collection::vec(any::<u8>(), 64),
+        cqe in prop::collection::vec(any::<u8>(), 16),
+    ) {
+        let sqe: [u8; 64] = sqe.try_into().unwrap();
+        let q = SubmissionEntry::from_bytes(&sqe).to_qwords();
+        for (n, word) in q.iter().enumerate() {
+            prop_assert_eq!(&word.to_le_bytes()[..], &sqe[8 * n..8 * n + 8]);
+        }
+        let cqe: [u8; 16] = cqe.try_into().unwrap();
+        let lo = u64::from_le_bytes(cqe[..8].try_into().unwrap());
+        let hi = u64::from_le_bytes(cqe[8..].try_into().unwrap());
+        let e = CompletionEntry::from_qwords([lo, hi]);
+        prop_assert_eq!(e, CompletionEntry::from_bytes(&cqe));
+        prop_assert_eq!(e.to_bytes(), cqe);
     }
 }

@@ -106,6 +106,38 @@ impl CoherentAllocation {
         Ok(())
     }
 
+    /// Stores `src` at `offset` as little-endian quadwords, one volatile 8-byte store each
+    /// (a submission queue entry in eight stores, as the C driver's `memcpy()` of it).
+    /// `offset` must be 8-byte aligned.
+    pub fn write_u64s(&self, offset: usize, src: &[u64]) -> Result {
+        let p = self.range(offset, src.len().checked_mul(8).ok_or(EINVAL)?)?;
+        if offset % 8 != 0 {
+            return Err(EINVAL);
+        }
+        let p = p.cast::<u64>();
+        for (i, v) in src.iter().enumerate() {
+            // SAFETY: 8-byte aligned (the allocation is page aligned, `offset` checked above) and
+            // `p + i` is inside the allocation (range-checked above).
+            unsafe { p.add(i).write_volatile(v.to_le()) };
+        }
+        Ok(())
+    }
+
+    /// Loads little-endian quadwords at `offset` into `dst`, one volatile 8-byte load each.
+    /// `offset` must be 8-byte aligned.
+    pub fn read_u64s(&self, offset: usize, dst: &mut [u64]) -> Result {
+        let p = self.range(offset, dst.len().checked_mul(8).ok_or(EINVAL)?)?;
+        if offset % 8 != 0 {
+            return Err(EINVAL);
+        }
+        let p = p.cast::<u64>();
+        for (i, v) in dst.iter_mut().enumerate() {
+            // SAFETY: as in `write_u64s`.
+            *v = u64::from_le(unsafe { p.add(i).read_volatile() });
+        }
+        Ok(())
+    }
+
     /// Reads the little-endian `u16` at `offset` (one volatile load if aligned).
     pub fn read_u16(&self, offset: usize) -> Result<u16> {
         let p = self.range(offset, 2)?;
