@@ -62,7 +62,7 @@ guest=(-k "$variant" --topology faults -m 1G --append no_timer_check
        --append "rnvme_ack_run=$run"
        --append rnvme_test_timeout=900 "$@")
 
-tests1=(--test "$gt/70-fault-removal.sh" --test "$gt/71-fault-timeout.sh")
+tests1=(--test "$gt/70-fault-removal.sh" --test "$gt/70-fault-surprise.sh" --test "$gt/71-fault-timeout.sh")
 if [[ "${RNVME_FAULTS_RESET:-1}" == 1 ]]; then tests1+=(--test "$gt/72-fault-timeout-real.sh"); fi
 tests1+=(--test "$gt/73-fault-alloc.sh" --test "$gt/74-fault-unload.sh" --test "$gt/75-ack-write.sh")
 img1=$("$q/mkinitramfs.sh" -k "$variant" --no-default-tests "${common[@]}" "${tests1[@]}" \

@@ -151,15 +151,24 @@ def main():
                     args[k] = 0
             else:
                 args = devices[serial]
-            try:
-                if qmp is None:
-                    qmp = Qmp(a.qmp, time.monotonic() + 10)
-                reply = qmp.cmd(verb, args)
-            except (OSError, ValueError, ConnectionError) as e:
-                log(f"#{seq} {verb} {json.dumps(args)}: QMP error {e}")
-                qmp = None
-                continue
-            log(f"#{seq} {verb} {json.dumps(args)} -> {json.dumps(reply)}")
+            # device_add right after a device_del can find the old device still holding its
+            # drive: QEMU finishes deleting an unplugged device some time after the guest saw it
+            # go ("Permission conflict on node ..."). Such a refusal is retried for up to 30 s.
+            retry_until = time.monotonic() + (30 if verb == "device_add" else 0)
+            while True:
+                try:
+                    if qmp is None:
+                        qmp = Qmp(a.qmp, time.monotonic() + 10)
+                    reply = qmp.cmd(verb, args)
+                except (OSError, ValueError, ConnectionError) as e:
+                    log(f"#{seq} {verb} {json.dumps(args)}: QMP error {e}")
+                    qmp = None
+                    reply = None
+                    break
+                log(f"#{seq} {verb} {json.dumps(args)} -> {json.dumps(reply)}")
+                if "error" not in reply or time.monotonic() > retry_until:
+                    break
+                time.sleep(1)
 
 
 if __name__ == "__main__":
