@@ -29,20 +29,5 @@ fault_fio_wait
 errors=$FIO_ERRORS
 dmesg | grep -E 'rnvme|pci 0000:00:1|acpiphp' | tail -n 15 | sed 's/^/dmesg: /'
 
-# Plugged in again: a new device at the same address, no driver_override: rnvme (loaded, binds
-# class 0x010802) probes it.
-if CHECK="[ -e $dev ]" qmp "device_add $SERIAL" "$WAIT_S"; then
-    pass "fault-removal-device-back"
-    if d=$(nvme_wait_disks "$CTRL" 1 "$WAIT_S"); then
-        DISK=$(echo $d | cut -d' ' -f1)
-        pass "fault-removal-reprobed ($(nvme_driver "$CTRL"), $DISK)"
-        run_fio fault-removal-verify-after --filename=/dev/$DISK --allow_file_create=0 --direct=1 --bs=4k --size=${VMB}M \
-            --ioengine=libaio --iodepth=8 --rw=randwrite --verify=crc32c --do_verify=1 \
-            --verify_fatal=1 || FAULT_FAILED=1
-    else
-        ffail "fault-removal-reprobed (no disk on $CTRL, driver $(nvme_driver "$CTRL"))"
-    fi
-else
-    ffail "fault-removal-device-back ($dev absent after $WAIT_S s)"
-fi
+fault_replug removal
 fault_result removal "$errors"

@@ -21,6 +21,11 @@
 #                            runs after SECS, having printed (`stuck:` lines) its state and wait
 #                            channel and those of every task in uninterruptible sleep, with their
 #                            kernel stacks where the kernel has /proc/PID/stack
+#   fault_replug NAME [MAY]  plugs the unplugged controller in again (`device_add`), waits for
+#                            rnvme to probe it and runs a fio verify on its disk (sets DISK);
+#                            PASS/FAIL lines fault-NAME-device-back, -reprobed, -verify-after.
+#                            MAY=qemu-may-refuse: a device that never reappears (QEMU refused
+#                            the device_add: see the host's .qmp log) is reported, not failed
 #   fault_result NAME ERRORS one line: `fault-NAME: survived, N I/O errors seen, 0 leaks` and PASS,
 #                            or FAIL with the reason (leaks, or a failed check before it); on a
 #                            kernel without kmemleak the line says `leaks not scanned`
@@ -177,6 +182,28 @@ leak_scan() {
     if [ "$LEAKS" != 0 ]; then cat /tmp/kmemleak.fault; fi
     # Reported once: the next test (and /init's final scan) only see new leaks.
     echo clear > /sys/kernel/debug/kmemleak
+}
+
+fault_replug() {
+    # A new device at the same address, no driver_override: rnvme (loaded, binds class
+    # 0x010802) probes it.
+    if CHECK="[ -e /sys/bus/pci/devices/$CTRL ]" qmp "device_add $SERIAL" "$WAIT_S"; then
+        pass "fault-$1-device-back"
+        if _d=$(nvme_wait_disks "$CTRL" 1 "$WAIT_S"); then
+            DISK=$(echo $_d | cut -d' ' -f1)
+            pass "fault-$1-reprobed ($(nvme_driver "$CTRL"), $DISK)"
+            run_fio fault-$1-verify-after --filename=/dev/$DISK --allow_file_create=0 --direct=1 \
+                --bs=4k --size=${VMB}M --ioengine=libaio --iodepth=8 --rw=randwrite \
+                --verify=crc32c --do_verify=1 --verify_fatal=1 || FAULT_FAILED=1
+        else
+            ffail "fault-$1-reprobed (no disk on $CTRL, driver $(nvme_driver "$CTRL"))"
+        fi
+    elif [ "${2:-}" = qemu-may-refuse ]; then
+        echo "fault-$1-device-back: /sys/bus/pci/devices/$CTRL absent after $WAIT_S s: QEMU did" \
+            "not plug the controller in again (its reason is in the host's .qmp log)"
+    else
+        ffail "fault-$1-device-back (/sys/bus/pci/devices/$CTRL absent after $WAIT_S s)"
+    fi
 }
 
 fault_result() {
