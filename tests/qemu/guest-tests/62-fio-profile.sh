@@ -17,7 +17,10 @@
 # module's hottest instruction addresses), rnvme_prof_batch=N (fio
 # iodepth_batch_submit=N and iodepth_batch_complete_min=N: fio reaps N completions and then
 # submits N I/Os per io_uring_enter, so io_uring plugs them and blk-mq hands them to queue_rqs as
-# one list; with fio's defaults (1) a full queue submits one I/O per call). Reported, never asserted.
+# one list; with fio's defaults (1) a full queue submits one I/O per call),
+# rnvme_prof_engine=uring_cmd (fio io_uring_cmd passthrough on the namespaces' char devices,
+# rnvme's /dev/rng<C>n1 and the C driver's /dev/ng<X>n1, with fixedbufs=rnvme_prof_fixedbufs,
+# default 1: premapped DMA tags on rnvme). Reported, never asserted.
 . /lib/rnvme/lib.sh
 
 secs="${rnvme_prof_secs:-4}"
@@ -71,8 +74,15 @@ for w in $(echo "$wls" | tr , ' '); do
         c0=$(cpu_counts "$b")
         mark "$b"
         m=$marker
+        if [ "$rnvme_prof_engine" = uring_cmd ]; then
+            target=/dev/$(echo "$d" | sed 's/^rnvme/rng/; s/^nvme/ng/')
+            engine="--ioengine=io_uring_cmd --cmd_type=nvme --fixedbufs=${rnvme_prof_fixedbufs:-1}"
+        else
+            target=/dev/$d engine="--direct=1 --ioengine=io_uring"
+        fi
+        # shellcheck disable=SC2086
         perf record -q -a ${rnvme_prof_callgraph:+-g} -F 997 -o "/tmp/perf.$side.$wl" -- fio --name="$side" \
-            --filename="/dev/$d" --direct=1 --ioengine=io_uring --rw="$1" --bs="$2" \
+            --filename="$target" $engine --rw="$1" --bs="$2" \
             --iodepth="$3" ${rnvme_prof_batch:+--iodepth_batch_submit=$rnvme_prof_batch \
             --iodepth_batch_complete_min=$rnvme_prof_batch} \
             --time_based --runtime="$secs" --size=128M --output-format=terse \
