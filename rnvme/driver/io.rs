@@ -156,8 +156,11 @@ enum Completed {
 impl RqShared {
     /// Completes `rq` with `status` unless another path already did; into `batch` when there
     /// is one and blk-mq allows it (`nvme_handle_cqe()`: `blk_mq_add_to_batch()` unless the
-    /// request failed). Passthrough requests are never batched: their `end_io` takes the
-    /// status from blk-mq, and a batch ends every request with 0.
+    /// request failed). Passthrough requests that succeeded are batched too, as in the C driver
+    /// (6.12's `blk_mq_add_to_batch()` refuses an `end_io` only on other requests; their
+    /// `end_io` reads the result from [`RqShared::pt`], stored before this). A failed one is
+    /// not (6.12 would batch it whatever its error): a batch ends every request with status 0,
+    /// so it is completed alone and its `end_io` gets its own status (`docs/DEVIATIONS.md`).
     fn complete(rq: &Request<IoOps>, status: u8, batch: Option<&mut CompBatch<'_>>) -> Completed {
         let sh = rq.shared();
         if sh.completing.swap(true, Ordering::AcqRel) {
@@ -165,7 +168,7 @@ impl RqShared {
         }
         sh.status.store(status, Ordering::Relaxed);
         match batch {
-            Some(b) if !matches!(rq.op(), Op::Other(_)) => {
+            Some(b) if !(matches!(rq.op(), Op::Other(_)) && status != BlkStatus::OK.as_raw()) => {
                 if rq.complete_batched(Some(b), status != BlkStatus::OK.as_raw()) {
                     Completed::Batched
                 } else {
