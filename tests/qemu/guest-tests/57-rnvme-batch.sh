@@ -7,7 +7,8 @@
 # (/sys/block/<disk>/stat: reads, writes, flushes completed) must have been completed exactly
 # once by the driver (batched + single). Then IOPOLL: rnvme loaded with poll_queues=1, fio
 # io_uring hipri=1 on the block device must verify with its completions batched by poll (the
-# batch io_uring passes to blk_poll), none timed out. Prints
+# batch io_uring passes to blk_poll), none timed out. Between them, fio io_uring_cmd on the
+# namespace's char device: passthrough completions batched too. Prints
 #   rnvme-batch: <n> I/Os, <s> started by queue_rqs in <b> doorbell batches, <c> completions batched
 # Works on any topology (controller rnvme-b when there is one, else the first NVMe controller).
 . /lib/rnvme/lib.sh
@@ -61,6 +62,28 @@ echo "rnvme-batch: $ios I/Os, $started started by queue_rqs in $sqb doorbell bat
 # Each request the disk accounted was completed once by the driver, batched or not.
 [ $((cb + cs)) = "$ios" ] && pass "batch-completions-once ($cb batched + $cs single = $ios)" ||
     fail "batch-completions-once ($cb batched + $cs single, the disk completed $ios)"
+
+# ---- passthrough: io_uring_cmd completions are batched too ---------------------------------------
+# As in the C driver (nvme_handle_cqe(): blk_mq_add_to_batch() takes passthrough requests), the
+# requests of rnvme's char device that succeed are completed in batches; fio verifies their data
+# (premapped registered buffers, fixedbufs=1). Passthrough requests are not in the disk's stat.
+ng=/dev/rng${ri}n1
+if [ -c "$ng" ]; then
+    snap before
+    run_fio batch-passthru-qd32-randwrite-verify --filename=$ng --ioengine=io_uring_cmd \
+        --cmd_type=nvme --fixedbufs=1 --bs=4k --iodepth=32 --size=8M --offset=32M \
+        --rw=randwrite --verify=crc32c --do_verify=1 --verify_fatal=1
+    snap after
+    cb=$((after_completions_batched - before_completions_batched))
+    cs=$((after_completions_single - before_completions_single))
+    echo "rnvme-batch passthrough: $cb completions batched, $cs single"
+    # 8 MiB written and read back in 4 KiB commands: 4096 completions, most of them batched.
+    [ "$cb" -gt 2048 ] && [ $((cb + cs)) -ge 4096 ] &&
+        pass "batch-passthru-completions ($cb batched, $cs single)" ||
+        fail "batch-passthru-completions ($cb batched, $cs single; want > 2048 batched of >= 4096)"
+else
+    fail "batch-passthru-chardev ($ng missing)"
+fi
 
 # ---- IOPOLL: poll's batch ----------------------------------------------------------------------
 if [ "$(cat /sys/module/rnvme/parameters/poll_queues)" = 0 ]; then
