@@ -167,9 +167,10 @@ impl RqShared {
             return Completed::Not;
         }
         sh.status.store(status, Ordering::Relaxed);
+        let failed = status != BlkStatus::OK.as_raw();
         match batch {
-            Some(b) if !(matches!(rq.op(), Op::Other(_)) && status != BlkStatus::OK.as_raw()) => {
-                if rq.complete_batched(Some(b), status != BlkStatus::OK.as_raw()) {
+            Some(b) if !(failed && matches!(rq.op(), Op::Other(_))) => {
+                if rq.complete_batched(Some(b), failed) {
                     Completed::Batched
                 } else {
                     Completed::Single
