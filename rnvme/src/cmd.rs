@@ -133,26 +133,31 @@ impl SubmissionEntry {
     }
 
     /// The opcode (command byte 0).
+    #[inline]
     pub const fn opcode(&self) -> u8 {
         self.opcode
     }
 
     /// The flags byte (FUSE bits 1:0, PSDT bits 7:6).
+    #[inline]
     pub const fn flags(&self) -> u8 {
         self.flags
     }
 
     /// The command identifier.
+    #[inline]
     pub const fn cid(&self) -> u16 {
         u16::from_le(self.command_id)
     }
 
     /// Sets the command identifier.
+    #[inline]
     pub fn set_cid(&mut self, cid: u16) {
         self.command_id = cid.to_le();
     }
 
     /// The namespace identifier.
+    #[inline]
     pub const fn nsid(&self) -> u32 {
         u32::from_le(self.nsid)
     }
@@ -190,6 +195,7 @@ impl SubmissionEntry {
 
     /// Sets command dword `n` for `n` in 2, 3 and 10..=15 (the command-specific dwords); returns
     /// whether `n` was one of them.
+    #[inline]
     pub fn set_cdw(&mut self, n: usize, value: u32) -> bool {
         let slot = match n {
             2 => &mut self.cdw2,
@@ -207,6 +213,7 @@ impl SubmissionEntry {
     }
 
     /// Sets the data pointer and the matching PSDT bits.
+    #[inline]
     pub fn set_data_pointer(&mut self, dptr: DataPointer) {
         match dptr {
             DataPointer::Prp { prp1, prp2 } => {
@@ -245,6 +252,7 @@ impl SubmissionEntry {
     }
 
     /// Whether the PSDT bits select SGLs.
+    #[inline]
     pub const fn uses_sgl(&self) -> bool {
         self.flags & FLAGS_PSDT_MASK != 0
     }
@@ -272,14 +280,59 @@ impl SubmissionEntry {
     /// // Dword 0: opcode 0x00 (flush), flags 0, command id 0; dword 1: the namespace id.
     /// assert_eq!(q[0], 7 << 32);
     /// ```
+    #[inline]
     pub fn to_qwords(&self) -> [u64; SQE_SIZE / 8] {
-        let mut out = [0u64; SQE_SIZE / 8];
-        for (n, q) in out.iter_mut().enumerate() {
-            let lo = self.cdw(2 * n).unwrap_or(0);
-            let hi = self.cdw(2 * n + 1).unwrap_or(0);
-            *q = u64::from(lo) | (u64::from(hi) << 32);
+        // Assembled field by field (this runs for every command the driver submits; going
+        // through `cdw` costs a bounds-checked match per dword).
+        let pair =
+            |lo: u32, hi: u32| u64::from(u32::from_le(lo)) | (u64::from(u32::from_le(hi)) << 32);
+        let dw0 = u32::from(self.opcode)
+            | (u32::from(self.flags) << 8)
+            | (u32::from(u16::from_le(self.command_id)) << 16);
+        [
+            u64::from(dw0) | (u64::from(u32::from_le(self.nsid)) << 32),
+            pair(self.cdw2, self.cdw3),
+            u64::from_le(self.metadata),
+            u64::from_le(self.prp1),
+            u64::from_le(self.prp2),
+            pair(self.cdw10, self.cdw11),
+            pair(self.cdw12, self.cdw13),
+            pair(self.cdw14, self.cdw15),
+        ]
+    }
+
+    /// An entry from the eight quadwords of [`to_qwords`](Self::to_qwords): quadword `n` holds
+    /// wire bytes `8n..8n + 8` in little-endian order.
+    ///
+    /// ```
+    /// use nvme::SubmissionEntry;
+    /// let mut c = SubmissionEntry::flush(1);
+    /// c.set_cid(9);
+    /// c.set_cdw(15, 0x0102_0304);
+    /// assert_eq!(SubmissionEntry::from_qwords(c.to_qwords()), c);
+    /// ```
+    #[inline]
+    pub fn from_qwords(q: [u64; SQE_SIZE / 8]) -> Self {
+        let [q0, q1, q2, q3, q4, q5, q6, q7] = q;
+        let lo = |v: u64| (v as u32).to_le();
+        let hi = |v: u64| ((v >> 32) as u32).to_le();
+        Self {
+            opcode: q0 as u8,
+            flags: (q0 >> 8) as u8,
+            command_id: ((q0 >> 16) as u16).to_le(),
+            nsid: hi(q0),
+            cdw2: lo(q1),
+            cdw3: hi(q1),
+            metadata: q2.to_le(),
+            prp1: q3.to_le(),
+            prp2: q4.to_le(),
+            cdw10: lo(q5),
+            cdw11: hi(q5),
+            cdw12: lo(q6),
+            cdw13: hi(q6),
+            cdw14: lo(q7),
+            cdw15: hi(q7),
         }
-        out
     }
 
     /// An entry from its 64 wire bytes.
@@ -379,6 +432,7 @@ impl CompletionEntry {
     }
 
     /// Command identifier.
+    #[inline]
     pub const fn cid(&self) -> u16 {
         u16::from_le(self.command_id)
     }

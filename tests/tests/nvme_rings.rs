@@ -158,7 +158,8 @@ proptest! {
     /// The quadword forms the driver uses on queue memory (eight stores per submission entry,
     /// two loads per completion entry) carry exactly the wire bytes: any 64 bytes read as an
     /// entry come back, quadword by quadword, as the same bytes, and any 16 completion bytes
-    /// read as two little-endian quadwords give the entry read byte by byte.
+    /// read as two little-endian quadwords give the entry read byte by byte; eight submission
+    /// quadwords made from the bytes give the entry read byte by byte.
     #[test]
     fn quadword_forms_are_the_wire_bytes(
         sqe in prop::collection::vec(any::<u8>(), 64),
@@ -169,6 +170,13 @@ proptest! {
         for (n, word) in q.iter().enumerate() {
             prop_assert_eq!(&word.to_le_bytes()[..], &sqe[8 * n..8 * n + 8]);
         }
+        // And back: quadwords made from the wire bytes by hand give the entry read byte by byte.
+        let mut by_hand = [0u64; 8];
+        for (n, word) in by_hand.iter_mut().enumerate() {
+            *word = u64::from_le_bytes(sqe[8 * n..8 * n + 8].try_into().unwrap());
+        }
+        prop_assert_eq!(SubmissionEntry::from_qwords(by_hand), SubmissionEntry::from_bytes(&sqe));
+        prop_assert_eq!(SubmissionEntry::from_qwords(by_hand).to_bytes(), sqe);
         let cqe: [u8; 16] = cqe.try_into().unwrap();
         let lo = u64::from_le_bytes(cqe[..8].try_into().unwrap());
         let hi = u64::from_le_bytes(cqe[8..].try_into().unwrap());
