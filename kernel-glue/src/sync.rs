@@ -210,6 +210,7 @@ impl<T> core::fmt::Debug for ArcSlot<T> {
 
 impl<T> ArcSlot<T> {
     /// Puts `v` in the slot; returns what was there.
+    #[inline]
     pub fn replace(&self, v: Option<kernel::sync::Arc<T>>) -> Option<kernel::sync::Arc<T>> {
         let new = v.map_or(core::ptr::null_mut(), |a| a.into_raw().cast_mut());
         // INVARIANT: the slot now owns `new`'s reference; the old one goes to the caller.
@@ -224,12 +225,34 @@ impl<T> ArcSlot<T> {
     }
 
     /// Takes the reference out, leaving the slot empty.
+    #[inline]
     pub fn take(&self) -> Option<kernel::sync::Arc<T>> {
         self.replace(None)
     }
 
+    /// Whether the slot holds a reference (one load; no reference taken).
+    #[inline]
+    pub fn is_some(&self) -> bool {
+        !self.p.load(core::sync::atomic::Ordering::Acquire).is_null()
+    }
+
+    /// Runs `f` on what the slot holds without taking a new reference: the slot's own is
+    /// taken out for the call and put back after (as in [`ArcSlot::get`], a concurrent `take`
+    /// in between sees an empty slot; one user at a time is the intended use).
+    #[inline]
+    pub fn with<R>(&self, f: impl FnOnce(Option<&T>) -> R) -> R {
+        let a = self.take();
+        let r = f(a.as_deref());
+        if let Some(a) = a {
+            // Something put in meanwhile is dropped: the slot keeps the reference it had.
+            drop(self.replace(Some(a)));
+        }
+        r
+    }
+
     /// A new reference to what the slot holds, which stays there. (Take, clone, put back: a
     /// concurrent `take` in between sees an empty slot; one user at a time is the intended use.)
+    #[inline]
     pub fn get(&self) -> Option<kernel::sync::Arc<T>> {
         let a = self.take()?;
         let out = a.clone();

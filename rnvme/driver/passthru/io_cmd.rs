@@ -42,8 +42,9 @@ use crate::{
 /// The passthrough part of a request's shared PDU: the command to send, then its completion.
 #[derive(Default)]
 pub(crate) struct RqPassthru {
-    /// The 64-byte command, as 16 little-endian dwords (written before the request is issued).
-    sqe: [AtomicU32; SQE_SIZE / 4],
+    /// The 64-byte command, as its 8 quadwords (`SubmissionEntry::to_qwords`; written before
+    /// the request is issued).
+    sqe: [AtomicU64; SQE_SIZE / 8],
     /// NVMe status of the completion (`nvme_req(rq)->status` form).
     status: AtomicU16,
     /// Result dwords 0 and 1 of the completion.
@@ -64,14 +65,9 @@ pub(crate) struct RqPassthru {
 impl RqPassthru {
     /// Stores the command to send.
     fn set_cmd(&self, e: &SubmissionEntry) {
-        let b = e.to_bytes();
-        for (i, d) in self.sqe.iter().enumerate() {
-            // Dword `i` (no chunk iterators: their length division has a panic path).
-            let w = b
-                .get(i * 4..i * 4 + 4)
-                .and_then(|s| <[u8; 4]>::try_from(s).ok())
-                .unwrap_or([0; 4]);
-            d.store(u32::from_le_bytes(w), Ordering::Relaxed);
+        let q = e.to_qwords();
+        for (d, v) in self.sqe.iter().zip(&q) {
+            d.store(*v, Ordering::Relaxed);
         }
         self.status.store(0, Ordering::Relaxed);
         self.result.store(0, Ordering::Relaxed);
@@ -80,13 +76,11 @@ impl RqPassthru {
 
     /// The command stored with `set_cmd`.
     fn cmd(&self) -> SubmissionEntry {
-        let mut b = [0u8; SQE_SIZE];
-        for (i, d) in self.sqe.iter().enumerate() {
-            if let Some(s) = b.get_mut(i * 4..i * 4 + 4) {
-                s.copy_from_slice(&d.load(Ordering::Relaxed).to_le_bytes());
-            }
+        let mut q = [0u64; SQE_SIZE / 8];
+        for (v, d) in q.iter_mut().zip(&self.sqe) {
+            *v = d.load(Ordering::Relaxed);
         }
-        SubmissionEntry::from_bytes(&b)
+        SubmissionEntry::from_qwords(q)
     }
 
     /// Records a completion (called for every request; only passthrough callers read it).
@@ -129,7 +123,7 @@ pub(crate) fn prepare(
     let r = prepare_cmd(data, rq, op);
     if issued != 0 {
         let ns = (issued - 1).saturating_add(local_clock_ns().saturating_sub(start));
-        data.premap_stats.submit_time(pt.tag.get().is_some(), ns);
+        data.premap_stats.submit_time(pt.tag.is_some(), ns);
     }
     r
 }
@@ -148,9 +142,12 @@ fn prepare_cmd(
     } else {
         Direction::FromDevice
     };
-    if let Some(tag) = rq.shared().pt.tag.get() {
-        let page = premapped(data, &rq.shared().pt, &mut cmd, &tag, write)?;
-        return Ok((cmd, (None, page)));
+    let pt = &rq.shared().pt;
+    if let Some(page) = pt
+        .tag
+        .with(|t| t.map(|tag| premapped(data, pt, &mut cmd, tag, write)))
+    {
+        return Ok((cmd, (None, page?)));
     }
     if rq.bytes() == 0 {
         return Ok((cmd, (None, ListPages::none())));
