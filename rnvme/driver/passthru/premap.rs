@@ -30,7 +30,7 @@ use kernel_glue::{
     params::param_uint,
     pci,
     premap::PremappedBuffer,
-    sync::IrqSpinLock,
+    sync::{IrqSpinLock, SpinLock},
     time::local_clock_ns,
 };
 use nvme::{premap_list_entries, premap_list_pages, DmaPageTable, PremappedPages};
@@ -276,7 +276,11 @@ struct Cache {
 
 /// The tags of one open file.
 pub(crate) struct FileTags {
-    cache: IrqSpinLock<Cache>,
+    /// Taken only in process context (I/O issue, file release, controller removal), so a
+    /// plain spinlock: every I/O on a registered buffer looks its tag up here, and keeping
+    /// interrupts enabled meanwhile costs nothing (lockdep checks no interrupt handler takes
+    /// it).
+    cache: SpinLock<Cache>,
 }
 
 /// How much of a plain I/O's bytes a tag maps (see [`overlap`]).
@@ -365,7 +369,7 @@ impl FileTags {
         let slots = KVec::from_elem(None, max, GFP_KERNEL)?;
         Ok(Arc::new(
             Self {
-                cache: IrqSpinLock::new(Cache {
+                cache: SpinLock::new(Cache {
                     slots,
                     bytes: 0,
                     clock: 0,
