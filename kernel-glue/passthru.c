@@ -24,7 +24,7 @@ struct rnvme_chardev {
 	void (*release)(void *file_data);
 	long (*ioctl)(void *file_data, unsigned int cmd, unsigned long arg, bool write);
 	int (*uring_cmd)(void *file_data, void *ioucmd, unsigned int cmd_op,
-			 unsigned int issue_flags, bool write);
+			 unsigned int issue_flags, unsigned int facts);
 };
 
 /* What an open file keeps: the Rust file data and the callbacks (the device may go first). */
@@ -33,7 +33,7 @@ struct rnvme_chardev_file {
 	void (*release)(void *file_data);
 	long (*ioctl)(void *file_data, unsigned int cmd, unsigned long arg, bool write);
 	int (*uring_cmd)(void *file_data, void *ioucmd, unsigned int cmd_op,
-			 unsigned int issue_flags, bool write);
+			 unsigned int issue_flags, unsigned int facts);
 };
 
 /* Lives in io_uring_cmd's pdu while the command is in flight. */
@@ -91,11 +91,21 @@ static long rnvme_chardev_ioctl(struct file *file, unsigned int cmd, unsigned lo
 static int rnvme_chardev_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
 	struct rnvme_chardev_file *f = ioucmd->file->private_data;
+	unsigned int facts = 0;
 
+	if (ioucmd->file->f_mode & FMODE_WRITE)
+		facts |= RNVME_URING_WRITE;
+	if (issue_flags & IO_URING_F_SQE128)
+		facts |= RNVME_URING_SQE128;
+	if (issue_flags & IO_URING_F_NONBLOCK)
+		facts |= RNVME_URING_NONBLOCK;
+	if (issue_flags & IO_URING_F_IOPOLL)
+		facts |= RNVME_URING_IOPOLL;
+	if (ioucmd->flags & IORING_URING_CMD_FIXED)
+		facts |= RNVME_URING_FIXED;
 	/* No request yet: rnvme_chardev_uring_cmd_iopoll() polls only one that was issued. */
 	WRITE_ONCE(rnvme_uring_pdu(ioucmd)->rq, NULL);
-	return f->uring_cmd(f->file_data, ioucmd, ioucmd->cmd_op, issue_flags,
-			    ioucmd->file->f_mode & FMODE_WRITE);
+	return f->uring_cmd(f->file_data, ioucmd, ioucmd->cmd_op, issue_flags, facts);
 }
 
 /*
@@ -130,7 +140,7 @@ void *rnvme_glue_chardev_register(const char *name, void *data,
 				  long (*ioctl)(void *file_data, unsigned int cmd, unsigned long arg,
 						bool write),
 				  int (*uring_cmd)(void *file_data, void *ioucmd, unsigned int cmd_op,
-						   unsigned int issue_flags, bool write),
+						   unsigned int issue_flags, unsigned int facts),
 				  int *err)
 {
 	struct rnvme_chardev *cd = kzalloc(sizeof(*cd), GFP_KERNEL);
@@ -247,28 +257,6 @@ int rnvme_glue_uring_cmd_read(void *p, void *dst, size_t len)
 void rnvme_glue_uring_cmd_done(void *ioucmd, int value, u64 result, unsigned int issue_flags)
 {
 	io_uring_cmd_done(ioucmd, value, result, issue_flags);
-}
-
-bool rnvme_glue_uring_sqe128(unsigned int issue_flags)
-{
-	return issue_flags & IO_URING_F_SQE128;
-}
-
-bool rnvme_glue_uring_nonblock(unsigned int issue_flags)
-{
-	return issue_flags & IO_URING_F_NONBLOCK;
-}
-
-bool rnvme_glue_uring_iopoll(unsigned int issue_flags)
-{
-	return issue_flags & IO_URING_F_IOPOLL;
-}
-
-bool rnvme_glue_uring_fixed(void *p)
-{
-	struct io_uring_cmd *ioucmd = p;
-
-	return ioucmd->flags & IORING_URING_CMD_FIXED;
 }
 
 /*

@@ -22,16 +22,23 @@ struct request;
  * rnvme_glue_chardev_unregister()) and its file_data is what the other callbacks get; `release`
  * runs on the last close. `ioctl` returns a value or a negative errno; `uring_cmd` returns
  * -EIOCBQUEUED or a completion value. IOPOLL rings are supported: uring_cmd_iopoll polls the
- * request of a command issued with rnvme_glue_uring_execute() when it is on a poll queue. `write`: the file was opened for writing. Returns an opaque
- * handle or NULL with *err set.
+ * request of a command issued with rnvme_glue_uring_execute() when it is on a poll queue.
+ * `write` (ioctl): the file was opened for writing; `facts` (uring_cmd): RNVME_URING_* bits.
+ * Returns an opaque handle or NULL with *err set.
  */
+/* What uring_cmd's callback learns about a command in one word (testing a bit needs no call). */
+#define RNVME_URING_WRITE 0x1U /* the file was opened for writing (FMODE_WRITE) */
+#define RNVME_URING_SQE128 0x2U /* issue_flags & IO_URING_F_SQE128 */
+#define RNVME_URING_NONBLOCK 0x4U /* issue_flags & IO_URING_F_NONBLOCK */
+#define RNVME_URING_IOPOLL 0x8U /* issue_flags & IO_URING_F_IOPOLL */
+#define RNVME_URING_FIXED 0x10U /* ioucmd->flags & IORING_URING_CMD_FIXED */
 void *rnvme_glue_chardev_register(const char *name, void *data,
 				  int (*open)(void *data, void **file_data),
 				  void (*release)(void *file_data),
 				  long (*ioctl)(void *file_data, unsigned int cmd, unsigned long arg,
 						bool write),
 				  int (*uring_cmd)(void *file_data, void *ioucmd, unsigned int cmd_op,
-						   unsigned int issue_flags, bool write),
+						   unsigned int issue_flags, unsigned int facts),
 				  int *err);
 /* misc_deregister() and free: no open() after it returns; open files stay valid. */
 void rnvme_glue_chardev_unregister(void *cd);
@@ -69,12 +76,6 @@ void rnvme_glue_user_rq_finish(struct request *rq, struct bio *bio);
 int rnvme_glue_uring_cmd_read(void *ioucmd, void *dst, size_t len);
 /* io_uring_cmd_done(ioucmd, value, result, issue_flags): completes a command issued inline. */
 void rnvme_glue_uring_cmd_done(void *ioucmd, int value, u64 result, unsigned int issue_flags);
-/* issue_flags & IO_URING_F_SQE128 / IO_URING_F_NONBLOCK / IO_URING_F_IOPOLL. */
-bool rnvme_glue_uring_sqe128(unsigned int issue_flags);
-bool rnvme_glue_uring_nonblock(unsigned int issue_flags);
-bool rnvme_glue_uring_iopoll(unsigned int issue_flags);
-/* ioucmd->flags & IORING_URING_CMD_FIXED. */
-bool rnvme_glue_uring_fixed(void *ioucmd);
 /*
  * Issues `rq` (mapped, rq->bio saved) without waiting: when it ends, in the submitter's task,
  * `status` (called with the ended, still allocated request and its blk_status_t) gives the value

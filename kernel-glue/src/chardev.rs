@@ -55,6 +55,8 @@ pub struct UringCmd<'a> {
     raw: NonNull<c_void>,
     op: u32,
     issue_flags: u32,
+    /// `RNVME_URING_*` bits from the C side (`kernel-glue/passthru.h`).
+    facts: u32,
     _life: PhantomData<&'a ()>,
 }
 
@@ -66,34 +68,35 @@ impl fmt::Debug for UringCmd<'_> {
 
 impl UringCmd<'_> {
     /// The command's `cmd_op` (e.g. `NVME_URING_CMD_IO`).
+    #[inline]
     pub fn op(&self) -> u32 {
         self.op
     }
 
     /// Whether the ring uses 128-byte SQEs (`IO_URING_F_SQE128`), which an 80-byte payload
     /// needs.
+    #[inline]
     pub fn sqe128(&self) -> bool {
-        // SAFETY: pure flag test.
-        unsafe { helpers::rnvme_glue_uring_sqe128(self.issue_flags) }
+        self.facts & helpers::RNVME_URING_SQE128 != 0
     }
 
     /// Whether the caller must not block (`IO_URING_F_NONBLOCK`).
+    #[inline]
     pub fn nonblock(&self) -> bool {
-        // SAFETY: pure flag test.
-        unsafe { helpers::rnvme_glue_uring_nonblock(self.issue_flags) }
+        self.facts & helpers::RNVME_URING_NONBLOCK != 0
     }
 
     /// Whether the ring completes by polling (`IO_URING_F_IOPOLL`): the request should go to a
     /// poll queue.
+    #[inline]
     pub fn iopoll(&self) -> bool {
-        // SAFETY: pure flag test.
-        unsafe { helpers::rnvme_glue_uring_iopoll(self.issue_flags) }
+        self.facts & helpers::RNVME_URING_IOPOLL != 0
     }
 
     /// Whether the data buffer is in the ring's registered buffer (`IORING_URING_CMD_FIXED`).
+    #[inline]
     pub fn fixed(&self) -> bool {
-        // SAFETY: the command is live while `self` is (type invariant of the callback).
-        unsafe { helpers::rnvme_glue_uring_fixed(self.raw.as_ptr()) }
+        self.facts & helpers::RNVME_URING_FIXED != 0
     }
 
     /// Copies the first `dst.len()` bytes of the SQE's command payload (read once, so later
@@ -102,6 +105,7 @@ impl UringCmd<'_> {
     /// # Errors
     ///
     /// `EINVAL` for more than the 80 bytes of a 128-byte SQE.
+    #[inline]
     pub fn read(&self, dst: &mut [u8]) -> Result {
         if dst.len() > 80 || !self.sqe128() && dst.len() > 16 {
             return Err(EINVAL);
@@ -119,6 +123,7 @@ impl UringCmd<'_> {
 
     /// Completes the command now with `value` and `result` (`io_uring_cmd_done()`), for a
     /// command the driver executed while `uring_cmd` ran.
+    #[inline]
     pub fn done(&self, value: i32, result: u64) -> Issued {
         // SAFETY: the command is live and completed once: consuming the returned token is the
         // only way to report it issued.
@@ -129,6 +134,7 @@ impl UringCmd<'_> {
     }
 
     /// The raw `struct io_uring_cmd *`.
+    #[inline]
     pub(crate) fn raw(&self) -> *mut c_void {
         self.raw.as_ptr()
     }
@@ -283,7 +289,7 @@ impl<T: FileOps> CharDev<T> {
         ioucmd: *mut c_void,
         cmd_op: u32,
         issue_flags: u32,
-        write: bool,
+        facts: u32,
     ) -> i32 {
         // SAFETY: as in `ioctl_cb`.
         let f = unsafe { &*file_data.cast::<OpenFile<T>>() };
@@ -294,8 +300,10 @@ impl<T: FileOps> CharDev<T> {
             raw,
             op: cmd_op,
             issue_flags,
+            facts,
             _life: PhantomData,
         };
+        let write = facts & helpers::RNVME_URING_WRITE != 0;
         match f.ops.uring_cmd(&f.file, &cmd, write) {
             // -EIOCBQUEUED: the command completes later through io_uring_cmd_done().
             Ok(Issued(())) => -EIOCBQUEUED,

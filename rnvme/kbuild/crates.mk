@@ -56,7 +56,7 @@ rnvme_kernel_bindgen_flags = \
 quiet_cmd_glue_bindgen = BINDGEN $@
       cmd_glue_bindgen = \
 	$(rnvme_kernel_bindgen_flags); \
-	eval $(BINDGEN) $< --blocklist-type "'.*'" --allowlist-var "''" \
+	eval $(BINDGEN) $< --blocklist-type "'.*'" --allowlist-var "'RNVME_URING_.*'" \
 		--allowlist-function "'rnvme_glue_.*'" --rust-target 1.68 --use-core \
 		--with-derive-default --ctypes-prefix ffi --no-layout-tests --no-debug "'.*'" \
 		--enable-function-attribute-detection -o $@ -- "$$flags" -I$(rnvme_glue)
