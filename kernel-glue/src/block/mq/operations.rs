@@ -263,8 +263,10 @@ impl<T: Operations> OperationsVTable<T> {
     ) -> core::ffi::c_int {
         // SAFETY: blk-mq allocated `rq` with `cmd_size` = `size_of::<Pdu<T>>()` bytes of PDU
         // (set in `TagSet::new`), uninitialised until now; it is written once here.
-        unsafe { Pdu::<T>::init(rq) };
-        0
+        match unsafe { Pdu::<T>::init(rq) } {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        }
     }
 
     /// The C callback `exit_request_callback`.

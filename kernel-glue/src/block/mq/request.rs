@@ -12,6 +12,15 @@ use kernel::{bindings, prelude::*, types::Opaque};
 use super::{operations::OperationsVTable, CompBatch, HwQueue, Operations, TagSetRef};
 use crate::{error::BlkStatus, helpers, KPage};
 
+/// The address of `rq`'s PDU: the memory right behind the request, as `blk_mq_rq_to_pdu()`
+/// (`include/linux/blk-mq.h`: `return rq + 1;`) computes it. Done here rather than through a C
+/// call, which every access to a request's PDU would pay (a call under emulation costs far
+/// more than the addition); `init_request` checks once per request that both agree.
+#[inline(always)]
+pub(crate) fn pdu_of(rq: *mut bindings::request) -> *mut core::ffi::c_void {
+    rq.wrapping_add(1).cast()
+}
+
 /// The PDU blk-mq allocates behind every request of a [`super::TagSet`] of `T`.
 pub(crate) struct Pdu<T: Operations> {
     shared: T::Shared,
@@ -19,23 +28,29 @@ pub(crate) struct Pdu<T: Operations> {
 }
 
 impl<T: Operations> Pdu<T> {
-    /// Initialises the PDU of `rq`.
+    /// Initialises the PDU of `rq`; `EINVAL` (nothing written) if [`pdu_of`] does not give
+    /// the address the C helper `blk_mq_rq_to_pdu()` gives.
     ///
     /// # Safety
     ///
     /// `rq` must be a request of a tag set with `cmd_size >= size_of::<Pdu<T>>()` whose PDU is
     /// uninitialised (or was dropped).
-    pub(crate) unsafe fn init(rq: *mut bindings::request) {
+    pub(crate) unsafe fn init(rq: *mut bindings::request) -> Result {
+        // SAFETY: `rq` is a live request (function contract).
+        let pdu = unsafe { helpers::rnvme_glue_blk_mq_rq_to_pdu(rq) };
+        if pdu != pdu_of(rq) {
+            return Err(EINVAL);
+        }
         // SAFETY: the PDU follows the request and is large enough (function contract); blk-mq
         // aligns it like the request (8 bytes), which `TagSet::new` checks is enough.
         unsafe {
-            helpers::rnvme_glue_blk_mq_rq_to_pdu(rq)
-                .cast::<Self>()
+            pdu.cast::<Self>()
                 .write(Self {
                     shared: T::Shared::default(),
                     owned: UnsafeCell::new(None),
                 })
         };
+        Ok(())
     }
 
     /// Drops the PDU of `rq`.
@@ -46,7 +61,7 @@ impl<T: Operations> Pdu<T> {
     pub(crate) unsafe fn drop_in_place(rq: *mut bindings::request) {
         // SAFETY: initialised (function contract), dropped once.
         unsafe {
-            core::ptr::drop_in_place(helpers::rnvme_glue_blk_mq_rq_to_pdu(rq).cast::<Self>())
+            core::ptr::drop_in_place(pdu_of(rq).cast::<Self>())
         };
     }
 }
@@ -169,7 +184,7 @@ impl<T: Operations> Request<T> {
     pub fn shared(&self) -> &T::Shared {
         // SAFETY: the PDU is an initialised `Pdu<T>` (type invariant); `shared` is only ever
         // accessed through shared references.
-        unsafe { &(*helpers::rnvme_glue_blk_mq_rq_to_pdu(self.raw()).cast::<Pdu<T>>()).shared }
+        unsafe { &(*pdu_of(self.raw()).cast::<Pdu<T>>()).shared }
     }
 
     /// Whether fault injection (`fail_io_timeout`, `/sys/block/<disk>/io-timeout-fail`) wants
@@ -351,7 +366,7 @@ impl<T: Operations> OwnedRequest<T> {
         // SAFETY: the PDU is an initialised `Pdu<T>`; only the owner of the request reaches
         // `owned`, and ownership is exclusive (type invariant), so this is the only reference.
         unsafe {
-            &mut *(*helpers::rnvme_glue_blk_mq_rq_to_pdu(self.rq.as_ptr()).cast::<Pdu<T>>())
+            &mut *(*pdu_of(self.rq.as_ptr()).cast::<Pdu<T>>())
                 .owned
                 .get()
         }
