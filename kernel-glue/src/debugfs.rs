@@ -73,6 +73,7 @@ impl DebugCounters {
     }
 
     /// Adds `v` to counter `idx` (ignored past the last).
+    #[inline]
     pub fn add(&self, idx: usize, v: i64) {
         if let Ok(i) = u32::try_from(idx) {
             // SAFETY: live handle (type invariant); the C side checks `i`.

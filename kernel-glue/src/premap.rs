@@ -39,6 +39,7 @@ pub struct FixedBuf {
 
 impl UringCmd<'_> {
     /// The registered buffer this command names (`IORING_URING_CMD_FIXED`), if any.
+    #[inline]
     pub fn fixed_buf(&self) -> Option<FixedBuf> {
         let mut b = FixedBuf {
             id: 0,
@@ -151,6 +152,7 @@ impl PremappedBuffer {
     }
 
     /// Bus address of each 4 KiB page, in order.
+    #[inline]
     pub fn dma_pages(&self) -> &[u64] {
         &self.dma
     }
@@ -167,6 +169,7 @@ impl PremappedBuffer {
     /// # Errors
     ///
     /// `EFAULT` when the range is outside `cmd`'s registered buffer.
+    #[inline]
     pub fn covers(&self, cmd: &UringCmd<'_>, addr: u64, len: u32, write: bool) -> Result<bool> {
         let Some(pos) = addr
             .checked_sub(self.buf.ubuf)

@@ -23,6 +23,7 @@ pub fn num_online_cpus() -> u32 {
 
 /// Nanoseconds of this CPU's scheduler clock (`local_clock()`: the TSC on x86, no clocksource
 /// read), for timing short code paths. Monotonic on one CPU; across CPUs only roughly aligned.
+#[inline]
 pub fn local_clock_ns() -> u64 {
     // SAFETY: reads the scheduler clock; callable from any context.
     unsafe { helpers::rnvme_glue_local_clock() }

@@ -368,6 +368,7 @@ impl Queue {
 
     /// Writes `cmd` for `tag` into the ring without publishing the tail; on `Err` nothing
     /// was written.
+    #[inline]
     fn push(&self, r: &mut Rings, tag: u16, cmd: &mut SubmissionEntry) -> Result<(), SubmitError> {
         if r.sq.is_full() {
             return Err(SubmitError::Full);
@@ -400,6 +401,7 @@ impl Queue {
 
     /// Publishes the entries pushed since the last call (shadow doorbell included); returns
     /// the tail to write to the MMIO doorbell, if the controller needs that write.
+    #[inline]
     fn sq_doorbell(r: &mut Rings) -> Option<u32> {
         let tail = r.sq.commit()?;
         // With shadow doorbells the MMIO write is needed only when the controller asked.

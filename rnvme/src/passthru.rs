@@ -114,6 +114,7 @@ pub const RESULT64_OFFSET: usize = 72;
 impl UserCmd {
     /// Decodes the common part of `nvme_passthru_cmd`/`nvme_passthru_cmd64`/`nvme_uring_cmd`;
     /// `None` when `b` is shorter than 68 bytes.
+    #[inline]
     pub fn parse(b: &[u8]) -> Option<Self> {
         if b.len() < 68 {
             return None;
@@ -138,11 +139,13 @@ impl UserCmd {
 
     /// Whether the command moves data (`addr` and `data_len` both non-zero), as the C driver
     /// decides whether to map a buffer.
+    #[inline]
     pub fn has_data(&self) -> bool {
         self.addr != 0 && self.data_len != 0
     }
 
     /// Whether data flows to the controller (`nvme_is_write()`: opcode bit 0).
+    #[inline]
     pub fn is_write(&self) -> bool {
         self.opcode & 1 != 0
     }
@@ -154,6 +157,7 @@ impl UserCmd {
     /// # Errors
     ///
     /// [`PassthruError::Invalid`].
+    #[inline]
     pub fn to_entry(&self, ns_nsid: Option<u32>) -> Result<SubmissionEntry, PassthruError> {
         if self.flags != 0 {
             return Err(PassthruError::Invalid);
@@ -211,11 +215,13 @@ impl<'a> IoEffects<'a> {
     /// assert_eq!(IoEffects::from_log(Some(&log)).get(0x02), EFFECTS_CSUPP);
     /// assert_eq!(IoEffects::from_log(Some(&log[..100])).get(0x02), 0);
     /// ```
+    #[inline]
     pub fn from_log(log: Option<&'a [u8]>) -> Self {
         Self(log)
     }
 
     /// The effects of I/O opcode `op`.
+    #[inline]
     pub fn get(&self, op: u8) -> u32 {
         let mut e = self
             .0
@@ -255,6 +261,7 @@ pub struct Caller {
 /// // A write needs the file open for writing.
 /// assert!(!cmd_allowed(&SubmissionEntry::new(0x01, 1), Some(&fx), user));
 /// ```
+#[inline]
 pub fn cmd_allowed(cmd: &SubmissionEntry, io: Option<&IoEffects<'_>>, caller: Caller) -> bool {
     let op = cmd.opcode();
     if op >= VENDOR_START || op == FABRICS {
