@@ -12,9 +12,11 @@
 # `fio-profile-sym <workload> dev=<d> <percent> <symbol>`. Knobs: rnvme_prof_secs (default 4),
 # rnvme_prof_top (symbols per run, default 25), rnvme_prof_wl (RW:BS:QD,... default
 # randread:4k:1,randread:4k:32,read:128k:8), rnvme_prof_callgraph=1 (perf -g, call chains as
-# `fio-profile-cg` lines), rnvme_prof_rnvme_params (rnvme.ko parameters, e.g.
+# `fio-profile-cg` lines), rnvme_prof_children=1 (with rnvme_prof_callgraph=1: per symbol,
+# the share of all samples taken in fio's threads with it on the stack, and its own share,
+# `fio-profile-incl` lines), rnvme_prof_rnvme_params (rnvme.ko parameters, e.g.
 # shadow_doorbells=0; a kernel command line value holds one), rnvme_prof_ips=1 (the driver
-# module's hottest instruction addresses), rnvme_prof_batch=N (fio
+# module's hottest instruction addresses; rnvme_prof_ips_top=N of them, default 40), rnvme_prof_batch=N (fio
 # iodepth_batch_submit=N and iodepth_batch_complete_min=N: fio reaps N completions and then
 # submits N I/Os per io_uring_enter, so io_uring plugs them and blk-mq hands them to queue_rqs as
 # one list; with fio's defaults (1) a full queue submits one I/O per call),
@@ -123,12 +125,28 @@ for w in $(echo "$wls" | tr , ' '); do
                 awk -v m="[$mod]" -v w="$wl" -v d="$side" -v b="${base:-0x0}" '
                     index($0, m) { c[$1 " " $2]++ }
                     END { for (k in c) { split(k, a, " "); printf "fio-profile-ip %s dev=%s %d %s ip=0x%s text=%s\n", w, d, c[k], a[2], a[1], b } }' |
-                sort -k4 -n -r | head -n 40
+                sort -k4 -n -r | head -n "${rnvme_prof_ips_top:-40}"
         fi
         if [ -n "$rnvme_prof_callgraph" ]; then
             perf report -q -i "/tmp/perf.$side.$wl" --stdio --no-children --percent-limit 2 \
                 -g caller,0.5,callee,function,percent 2>/dev/null | grep -v '^$' | head -n 150 |
                 sed "s/^/fio-profile-cg $wl dev=$side /"
+        fi
+        # Inclusive time in fio's own threads: per symbol, the samples taken in fio with the
+        # symbol anywhere on the sampled stack, then those in the symbol itself, both as a share
+        # of all the run's samples (`fio-profile-incl <workload> dev=<d> <children%> <self%>
+        # <symbol>`). The normal kernel's unwinder is UNWINDER_GUESS, which reports every kernel
+        # text address left on the stack, so the first figure can over-count (a stale return
+        # address); the second is exact. Both drivers are counted the same way.
+        if [ -n "$rnvme_prof_children" ]; then
+            perf report -q -i "/tmp/perf.$side.$wl" --stdio --children --comm fio -g none \
+                --sort sym --percent-limit 0.5 2>/dev/null | grep '%' | head -n 80 |
+                awk -v w="$wl" -v d="$side" '{ c = $1; s = $2; $1 = ""; $2 = ""; $3 = ""; print "fio-profile-incl " w " dev=" d " " c " " s $0 }'
+            # The same run's samples in fio's threads by the symbol they were taken in
+            # (`fio-profile-self <workload> dev=<d> <self%> <symbol>`, share of all samples).
+            perf report -q -i "/tmp/perf.$side.$wl" --stdio --no-children --comm fio -g none \
+                --sort sym --percent-limit 0.1 2>/dev/null | grep '%' | head -n 120 |
+                awk -v w="$wl" -v d="$side" '{ p = $1; $1 = ""; $2 = ""; print "fio-profile-self " w " dev=" d " " p $0 }'
         fi
         for h in /sys/kernel/debug/block/"$d"/hctx*; do
             [ -f "$h/dispatched" ] && echo "fio-profile-dispatched $wl dev=$side $(basename "$h"):" \
