@@ -12,6 +12,7 @@
 #   scripts/profile-fio.sh [--ko FILE] [--secs N]
 #   RNVME_PROF_APPEND='rnvme_prof_rnvme_params=shadow_doorbells=0 rnvme_prof_callgraph=1' \
 #       scripts/profile-fio.sh      # guest knobs (tests/qemu/guest-tests/62-fio-profile.sh)
+#   RNVME_PROF_ADDS='SRC:DEST ...'  # extra initramfs files, e.g. another build of the C nvme.ko
 #
 # Needs the host's perf (apt linux-perf; copied into the guest with its libraries). TCG only:
 # the numbers count emulated work; the profile's percentages are of guest CPU time.
@@ -23,7 +24,7 @@ while (($#)); do
     case "$1" in
         --ko) ko="$2"; shift 2 ;;
         --secs) secs="$2"; shift 2 ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
         *) die "unknown argument '$1'" ;;
     esac
 done
@@ -33,6 +34,11 @@ if [[ -z "$ko" ]]; then
 fi
 q="$RNVME_REPO/tests/qemu"
 adds=(--add "$ko:/lib/modules/extra/rnvme.ko" --add "$(readlink -f "$perf_bin"):/usr/bin/perf")
+# Extra files for the initramfs, space-separated SRC:DEST (e.g. a C nvme.ko built otherwise,
+# over /lib/modules/<release>/kernel/drivers/nvme/host/nvme.ko).
+for a in ${RNVME_PROF_ADDS:-}; do
+    adds+=(--add "$a")
+done
 while read -r lib; do
     adds+=(--add "$(readlink -f "$lib"):$lib")
 done < <(ldd "$perf_bin" | awk '/=> \// { print $3 }')
