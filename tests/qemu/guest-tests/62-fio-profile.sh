@@ -116,16 +116,22 @@ for w in $(echo "$wls" | tr , ' '); do
         perf report -q -i "/tmp/perf.$side.$wl" --stdio --no-children -g none --sort sym 2>/dev/null |
             grep '%' | head -n "$top" | awk -v w="$wl" -v d="$side" '{ p = $1; $1 = ""; $2 = ""; print "fio-profile-sym " w " dev=" d " " p $0 }'
         # Where in the driver's own code the samples fall: the hottest instruction addresses of
-        # the driver module, as offsets into its .text (objdump -d of the .ko on the host maps
-        # them to instructions): `fio-profile-ip <workload> dev=<d> <samples> <sym>+0x<off>`.
+        # the driver's modules (rnvme; the C driver's nvme and nvme_core), as offsets into the
+        # module's .text (objdump -d of the .ko on the host maps them to instructions):
+        # `fio-profile-ip <workload> dev=<d> <samples> <sym> ip=0x<ip> text=<base> mod=<module>`.
         if [ -n "$rnvme_prof_ips" ]; then
-            mod=$side
-            base=$(cat "/sys/module/$mod/sections/.text" 2>/dev/null)
-            perf script -i "/tmp/perf.$side.$wl" -F ip,sym,dso 2>/dev/null |
-                awk -v m="[$mod]" -v w="$wl" -v d="$side" -v b="${base:-0x0}" '
-                    index($0, m) { c[$1 " " $2]++ }
-                    END { for (k in c) { split(k, a, " "); printf "fio-profile-ip %s dev=%s %d %s ip=0x%s text=%s\n", w, d, c[k], a[2], a[1], b } }' |
-                sort -k4 -n -r | head -n "${rnvme_prof_ips_top:-40}"
+            if [ "$side" = rnvme ]; then mods=rnvme; else mods="nvme nvme_core"; fi
+            perf script -i "/tmp/perf.$side.$wl" -F ip,sym,dso 2>/dev/null > /tmp/perf.script
+            for mod in $mods; do
+                base=$(cat "/sys/module/$mod/sections/.text" 2>/dev/null)
+                # perf names a module's samples `[<module>]`, or by its file when it finds it.
+                f="/$(echo "$mod" | tr _ -).ko"
+                awk -v m="[$mod]" -v f="$f" -v w="$wl" -v d="$side" -v b="${base:-0x0}" -v mo="$mod" '
+                    index($0, m) || index($0, f) { c[$1 " " $2]++ }
+                    END { for (k in c) { split(k, a, " "); printf "fio-profile-ip %s dev=%s %d %s ip=0x%s text=%s mod=%s\n", w, d, c[k], a[2], a[1], b, mo } }' \
+                    /tmp/perf.script | sort -k4 -n -r | head -n "${rnvme_prof_ips_top:-40}"
+            done
+            rm -f /tmp/perf.script
         fi
         if [ -n "$rnvme_prof_callgraph" ]; then
             perf report -q -i "/tmp/perf.$side.$wl" --stdio --no-children --percent-limit 2 \
