@@ -237,8 +237,8 @@ impl<T> ArcSlot<T> {
     }
 
     /// Runs `f` on what the slot holds without taking a new reference: the slot's own is
-    /// taken out for the call and put back after (as in [`ArcSlot::get`], a concurrent `take`
-    /// in between sees an empty slot; one user at a time is the intended use).
+    /// taken out for the call and put back after (a concurrent `take` in between sees an empty
+    /// slot; one user at a time is the intended use).
     #[inline]
     pub fn with<R>(&self, f: impl FnOnce(Option<&T>) -> R) -> R {
         let a = self.take();
@@ -248,17 +248,6 @@ impl<T> ArcSlot<T> {
             drop(self.replace(Some(a)));
         }
         r
-    }
-
-    /// A new reference to what the slot holds, which stays there. (Take, clone, put back: a
-    /// concurrent `take` in between sees an empty slot; one user at a time is the intended use.)
-    #[inline]
-    pub fn get(&self) -> Option<kernel::sync::Arc<T>> {
-        let a = self.take()?;
-        let out = a.clone();
-        // Something put in meanwhile is dropped: the slot keeps the reference it had.
-        drop(self.replace(Some(a)));
-        Some(out)
     }
 }
 

@@ -135,14 +135,14 @@ fn prepare_cmd(
     rq: &Request<IoOps>,
     op: u32,
 ) -> Result<(SubmissionEntry, Held), BlkStatus> {
-    let mut cmd = rq.shared().pt.cmd();
+    let pt = &rq.shared().pt;
+    let mut cmd = pt.cmd();
     let write = op == kernel_glue::user_rq::REQ_OP_DRV_OUT;
     let dir = if write {
         Direction::ToDevice
     } else {
         Direction::FromDevice
     };
-    let pt = &rq.shared().pt;
     if let Some(page) = pt
         .tag
         .with(|t| t.map(|tag| premapped(data, pt, &mut cmd, tag, write)))
