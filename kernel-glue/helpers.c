@@ -21,6 +21,8 @@
 #include <linux/sched/clock.h>
 #include <linux/slab.h>
 
+#include <asm/tsc.h>
+
 #include "helpers.h"
 
 /* page_address() must be the direct map, so a high-order allocation is virtually contiguous. */
@@ -392,6 +394,11 @@ unsigned int rnvme_glue_num_online_cpus(void)
 u64 rnvme_glue_local_clock(void)
 {
 	return local_clock();
+}
+
+unsigned int rnvme_glue_tsc_khz(void)
+{
+	return tsc_khz;
 }
 
 /* Values kernel-glue/src (error.rs, block/mq/gen_disk.rs) spells out because bindgen cannot. */

@@ -168,4 +168,7 @@ unsigned int rnvme_glue_num_online_cpus(void);
  */
 u64 rnvme_glue_local_clock(void);
 
+/* tsc_khz (arch/x86/kernel/tsc.c): the TSC's calibrated frequency, 0 if unknown. */
+unsigned int rnvme_glue_tsc_khz(void);
+
 #endif /* RNVME_KERNEL_GLUE_HELPERS_H */

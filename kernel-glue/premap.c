@@ -303,19 +303,13 @@ void *rnvme_glue_debugfs_counters_create(const char *dir, const char *file,
 	return c;
 }
 
-void rnvme_glue_debugfs_counters_add(void *p, u32 idx, s64 v)
+s64 *rnvme_glue_debugfs_counters_values(void *p)
 {
 	struct rnvme_counters *c = p;
 
-	if (idx < c->n)
-		atomic64_add(v, &c->v[idx]);
-}
-
-s64 rnvme_glue_debugfs_counters_read(void *p, u32 idx)
-{
-	struct rnvme_counters *c = p;
-
-	return idx < c->n ? atomic64_read(&c->v[idx]) : 0;
+	/* atomic64_t is { s64 counter; }: the array is n s64 values, updated atomically. */
+	BUILD_BUG_ON(sizeof(atomic64_t) != sizeof(s64));
+	return &c->v[0].counter;
 }
 
 void rnvme_glue_debugfs_counters_destroy(void *p)

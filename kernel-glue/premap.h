@@ -72,10 +72,11 @@ void rnvme_glue_dma_sync_pages(struct device *dev, const u64 *dma, u64 n, u64 po
  */
 void *rnvme_glue_debugfs_counters_create(const char *dir, const char *file,
 					 const char *const *names, u32 n);
-/* Adds v to counter idx (idx < n). */
-void rnvme_glue_debugfs_counters_add(void *c, u32 idx, s64 v);
-/* Counter idx's value. */
-s64 rnvme_glue_debugfs_counters_read(void *c, u32 idx);
+/*
+ * The n counters' values (atomic64_t, i.e. s64 updated with atomic operations only), valid
+ * until the counters are destroyed: the driver adds to them without a call per update.
+ */
+s64 *rnvme_glue_debugfs_counters_values(void *c);
 /* Removes the file (waiting for readers) and frees the counters. */
 void rnvme_glue_debugfs_counters_destroy(void *c);
 

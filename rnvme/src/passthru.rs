@@ -96,11 +96,15 @@ pub struct UserCmd {
     pub timeout_ms: u32,
 }
 
+// Always inlined: called with constant offsets into a slice of known length (`UserCmd::parse`),
+// every check folds away.
+#[inline(always)]
 fn le32(b: &[u8], off: usize) -> Option<u32> {
     let s = b.get(off..off.checked_add(4)?)?;
     Some(u32::from_le_bytes(s.try_into().ok()?))
 }
 
+#[inline(always)]
 fn le64(b: &[u8], off: usize) -> Option<u64> {
     let s = b.get(off..off.checked_add(8)?)?;
     Some(u64::from_le_bytes(s.try_into().ok()?))
@@ -116,9 +120,8 @@ impl UserCmd {
     /// `None` when `b` is shorter than 68 bytes.
     #[inline]
     pub fn parse(b: &[u8]) -> Option<Self> {
-        if b.len() < 68 {
-            return None;
-        }
+        // One length check; the reads below are at constant offsets inside these 68 bytes.
+        let b: &[u8; 68] = b.first_chunk()?;
         let mut cdw10_15 = [0u32; 6];
         for (i, d) in cdw10_15.iter_mut().enumerate() {
             *d = le32(b, 40 + 4 * i)?;

@@ -40,6 +40,10 @@
 # Env: RNVME_KVM=1 to try KVM (-cpu $RNVME_KVM_CPU, default max); falls back to TCG if a
 #      paused probe VM fails (on the CI machines KVM is broken: -cpu max/host abort on an
 #      MSR write, -cpu kvm64 passes the probe but hangs, so the default stays TCG).
+#      RNVME_ICOUNT=N (TCG only) runs with `-icount shift=N`: the guest's clocks, TSC included,
+#      count executed instructions (2^N ns each), so time the driver measures with the TSC
+#      (e.g. its submit-path counters) is an instruction count, free of the host's load. One
+#      vCPU thread for all CPUs: slow, for measuring code paths, not throughput.
 # Exit codes: 0 pass, 1 guest/test failure or dirty log, 2 timeout, 3 usage/setup error.
 set -euo pipefail
 # Parsed as one block, so editing this file while it runs cannot break the run.
@@ -139,6 +143,11 @@ logf="${logf:-$RNVME_WORK/logs/guest-$variant-$(date +%Y%m%d-%H%M%S)-$$.log}"
 mkdir -p "$(dirname "$logf")"
 
 accel=(-accel tcg)
+if [[ -n "${RNVME_ICOUNT:-}" ]]; then
+    [[ "$RNVME_ICOUNT" =~ ^[0-9]+$ ]] || die "RNVME_ICOUNT must be a shift (0-10), not '$RNVME_ICOUNT'"
+    accel+=(-icount "shift=$RNVME_ICOUNT,sleep=off")
+    log "icount: shift=$RNVME_ICOUNT (clocks count instructions)"
+fi
 if [[ "${RNVME_KVM:-0}" == 1 ]]; then
     # Probe: a KVM VM that starts paused (-S) keeps running until the timeout (rc 124).
     kvm_rc=0

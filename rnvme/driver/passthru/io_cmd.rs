@@ -22,7 +22,7 @@ use kernel_glue::{
     dma::{Direction, Mapping},
     error::BlkStatus,
     sync::ArcSlot,
-    time::local_clock_ns,
+    time::tsc,
     user_rq::{blk_status_errno, UserRequest, UserStatus},
     KPage,
 };
@@ -36,7 +36,7 @@ use super::{
 };
 use crate::{
     dptr::{self, ListPages},
-    io::{prep_status, IoData, IoOps, MAX_SEGS},
+    io::{prep_status, IoData, IoOps, RqOwned, MAX_SEGS},
 };
 
 /// The passthrough part of a request's shared PDU: the command to send, then its completion.
@@ -56,10 +56,10 @@ pub(crate) struct RqPassthru {
     tag_offset: AtomicU64,
     /// Length of the data in the tag.
     tag_len: AtomicU32,
-    /// For an io_uring I/O command with data: 1 + the nanoseconds its issue spent before the
+    /// For an io_uring I/O command with data: 1 + the TSC cycles its issue spent before the
     /// request went to the block layer; `prepare` adds its own time and records the sum
     /// (`Stats::submit_time`) once. 0: not timed (ioctls, commands without data, recorded).
-    submit_ns: AtomicU64,
+    submit_cycles: AtomicU64,
 }
 
 impl RqPassthru {
@@ -71,7 +71,7 @@ impl RqPassthru {
         }
         self.status.store(0, Ordering::Relaxed);
         self.result.store(0, Ordering::Relaxed);
-        self.submit_ns.store(0, Ordering::Relaxed);
+        self.submit_cycles.store(0, Ordering::Relaxed);
     }
 
     /// The command stored with `set_cmd`.
@@ -107,23 +107,28 @@ fn merge(a: &Bvec<KPage>, b: &Bvec<KPage>) -> Option<Bvec<KPage>> {
 pub(crate) type Held = (Option<KBox<Mapping<MAX_SEGS>>>, ListPages);
 
 /// Builds the command of passthrough request `rq` for `queue_rq`: the stored command with the
-/// data pointer of the request's mapped segments (PRPs), and what it holds. Not inlined, and
-/// nothing large returned by value: this must not add to the stack frame of every `queue_rq`.
+/// data pointer of the request's mapped segments (PRPs); what it holds goes into `res`. Not
+/// inlined, and nothing large returned by value: this must not add to the stack frame of every
+/// `queue_rq`.
 #[inline(never)]
 pub(crate) fn prepare(
     data: &IoData,
     rq: &Request<IoOps>,
     op: u32,
-) -> Result<(SubmissionEntry, Held), BlkStatus> {
+    res: &mut RqOwned,
+) -> Result<SubmissionEntry, BlkStatus> {
     let pt = &rq.shared().pt;
     // The issue's part of the submit time (0: not timed); taken, so a request prepared again
     // after a requeue is recorded once.
-    let issued = pt.submit_ns.swap(0, Ordering::Relaxed);
-    let start = if issued != 0 { local_clock_ns() } else { 0 };
-    let r = prepare_cmd(data, rq, op);
+    let issued = pt.submit_cycles.swap(0, Ordering::Relaxed);
+    let start = if issued != 0 { tsc() } else { 0 };
+    let r = prepare_cmd(data, rq, op).map(|(cmd, (map, lists))| {
+        res.set_data(map, lists);
+        cmd
+    });
     if issued != 0 {
-        let ns = (issued - 1).saturating_add(local_clock_ns().saturating_sub(start));
-        data.premap_stats.submit_time(pt.tag.is_some(), ns);
+        let cycles = (issued - 1).saturating_add(tsc().saturating_sub(start));
+        data.premap_stats.submit_time(pt.tag.is_some(), cycles);
     }
     r
 }
@@ -265,7 +270,8 @@ fn build(
     // SAFETY: the disk is one of this controller's, whose queues belong to the `IoOps` tag set.
     let mut rq = unsafe { UserRequest::<IoOps>::alloc(&ns.disk, cmd.is_write(), nowait, polled) }?;
     rq.request().shared().pt.set_cmd(entry);
-    if rq.request().is_poll() {
+    // Only a request asked for polled can be on a poll queue.
+    if polled && rq.request().is_poll() {
         inner.stats.add(Counter::IoPolled, 1);
     }
     let mut tag = None;
@@ -309,7 +315,11 @@ fn build(
             }
         }
     }
-    rq.set_timeout_ms(cmd.timeout_ms);
+    // A new request's timeout is 0, the queue's default (`blk_mq_rq_ctx_init()`); only a
+    // command's own timeout is set (`nvme_user_cmd()` in `drivers/nvme/host/ioctl.c`).
+    if cmd.timeout_ms != 0 {
+        rq.set_timeout_ms(cmd.timeout_ms);
+    }
     Ok((rq, tag))
 }
 
@@ -351,7 +361,7 @@ pub(super) fn issue(
     entry: &SubmissionEntry,
     u: &UringCmd<'_>,
 ) -> Result<Issued> {
-    let start = local_clock_ns();
+    let start = tsc();
     let (rq, tag) = build(inner, &file.shared.files, ns, cmd, entry, Some((u, file)))?;
     if let Some(t) = tag {
         attach(&rq, t, cmd);
@@ -359,12 +369,12 @@ pub(super) fn issue(
     if cmd.has_data() {
         // Stored last, just before the request goes to the block layer (`queue_rq` adds its
         // part); at least 1 so that 0 keeps meaning "not timed".
-        let ns = local_clock_ns().saturating_sub(start);
+        let cycles = tsc().saturating_sub(start);
         rq.request()
             .shared()
             .pt
-            .submit_ns
-            .store(ns.saturating_add(1), Ordering::Relaxed);
+            .submit_cycles
+            .store(cycles.saturating_add(1), Ordering::Relaxed);
     }
     Ok(rq.execute_uring(u))
 }

@@ -372,6 +372,21 @@ impl<T: Operations> OwnedRequest<T> {
         }
     }
 
+    /// The request and its owner-only state at once, e.g. to build that state in place from
+    /// the request's fields.
+    pub fn split_owned(&mut self) -> (&Request<T>, &mut Option<T::Owned>) {
+        // SAFETY: live request of a tag set of `T` (type invariant).
+        let r = unsafe { Request::from_raw(self.rq.as_ptr()) };
+        // SAFETY: as in `owned_mut`; `Request` never reaches `owned` (it is only reached
+        // through the owner, here), so the two references do not overlap.
+        let o = unsafe {
+            &mut *(*pdu_of(self.rq.as_ptr()).cast::<Pdu<T>>())
+                .owned
+                .get()
+        };
+        (r, o)
+    }
+
     /// Marks the request started (`blk_mq_start_request()`: starts its timeout).
     pub fn start(&mut self) {
         // SAFETY: owned live request.
