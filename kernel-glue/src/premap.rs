@@ -147,6 +147,7 @@ impl PremappedBuffer {
     }
 
     /// The registration this buffer was made from.
+    #[inline]
     pub fn buf(&self) -> &FixedBuf {
         &self.buf
     }
@@ -158,6 +159,7 @@ impl PremappedBuffer {
     }
 
     /// Bytes held mapped (whole pages).
+    #[inline]
     pub fn mapped_bytes(&self) -> u64 {
         self.buf.nr_pages.saturating_mul(4096)
     }
@@ -229,16 +231,19 @@ impl PremappedBuffer {
     /// (`dma_sync_single_for_device()`), for a command that reads them (`to_device`) or writes
     /// them. Nothing to do, and nothing done, where `dma_need_sync()` said no sync is needed
     /// (cache-coherent platforms without bouncing).
+    #[inline]
     pub fn sync_for_device(&self, offset: u64, len: u32, to_device: bool) {
         self.sync(offset, len, false, to_device);
     }
 
     /// Hands `len` bytes at `offset` back to the CPU after the device wrote them
     /// (`dma_sync_single_for_cpu()`; skipped as `sync_for_device` says).
+    #[inline]
     pub fn sync_for_cpu(&self, offset: u64, len: u32) {
         self.sync(offset, len, true, false);
     }
 
+    #[inline]
     fn sync(&self, offset: u64, len: u32, for_cpu: bool, to_device: bool) {
         if !self.need_sync {
             return;
