@@ -5,6 +5,8 @@
                         [--load-before L] [--load-after L] [--host-cpus N] [--no-plot]
     benches/plot_fio.py --replot --out DIR        # plots again from DIR's CSVs
     benches/plot_fio.py --markdown --out DIR      # the tables of BENCHMARKS.md, from the CSV
+    benches/plot_fio.py --premap-log LOG [--premap-log LOG_IOMMU] --out DIR
+                        # premap.csv (and premap.png) from 90-bench-premap.sh console logs
 
 Reads the guest's `fio-point` lines (one per run: workload, device, round, IOPS, KiB/s, I/Os,
 guest CPU ticks around the job) and writes, in DIR (suffix `-short` for the short form):
@@ -17,8 +19,11 @@ guest CPU ticks around the job) and writes, in DIR (suffix `-short` for the shor
   the per-round paired ratios (the devices of one round ran back to back);
 * fio-iops.png: IOPS against block size per device, one panel per rw and queue depth;
 * fio-ratio.png: rnvme/C and rnull/null_blk per point with the paired-ratio spread;
-* premap.png, when DIR/premap.csv exists (written by the DMA-tag work): premapped vs mapped
-  IOPS. Its columns: workload,mode,iops_median,iops_min,iops_max (mode: premapped | mapped).
+* premap.png, when DIR/premap.csv exists: premapped vs mapped IOPS. Its columns:
+  workload,mode,iops_median,iops_min,iops_max (mode: premapped | mapped); `--premap-log`
+  writes it from the `bench-premap:` lines of tests/qemu/guest-tests/90-bench-premap.sh
+  (rnvme's fixedbufs=1 runs as premapped, fixedbufs=0 as mapped; a log whose guest ran with
+  intel_iommu=on gives workloads suffixed -iommu).
 """
 
 import argparse
@@ -236,6 +241,27 @@ def plot_premap(csv_path, path, plt):
     plt.close(fig)
 
 
+PREMAP = re.compile(r"^bench-premap: round=\d+ point=(\S+) dev=rnvme fixedbufs=([01]) iops=(\d+)")
+
+
+def premap_rows(logs):
+    """premap.csv rows from 90-bench-premap.sh console logs: rnvme IOPS per point and mode."""
+    vals = {}
+    for log in logs:
+        with open(log, errors="replace") as f:
+            text = f.read()
+        iommu = "intel_iommu=on" in text
+        for line in text.splitlines():
+            m = PREMAP.match(line.strip())
+            if not m:
+                continue
+            wl = m.group(1) + ("-iommu" if iommu else "")
+            mode = "premapped" if m.group(2) == "1" else "mapped"
+            vals.setdefault((wl, mode), []).append(int(m.group(3)))
+    return [{"workload": wl, "mode": mode, "iops_median": statistics.median(v),
+             "iops_min": min(v), "iops_max": max(v)} for (wl, mode), v in vals.items()]
+
+
 def plots(out, suffix):
     import matplotlib
 
@@ -300,8 +326,24 @@ def main(argv):
     ap.add_argument("--no-plot", action="store_true")
     ap.add_argument("--replot", action="store_true")
     ap.add_argument("--markdown", action="store_true", help="print the tables for BENCHMARKS.md")
+    ap.add_argument("--premap-log", action="append", default=[],
+                    help="a 90-bench-premap.sh console log (repeatable): writes premap.csv")
     a = ap.parse_args(argv)
     suffix = "" if a.mode == "long" else f"-{a.mode}"
+    if a.premap_log:
+        rows = premap_rows(a.premap_log)
+        if not rows:
+            sys.exit("plot_fio: no bench-premap lines in " + ", ".join(a.premap_log))
+        write_csv(os.path.join(a.out, "premap.csv"), rows)
+        print(f"plot_fio: {len(rows)} points -> {a.out}/premap.csv", file=sys.stderr)
+        if not a.no_plot:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+
+            plot_premap(os.path.join(a.out, "premap.csv"), os.path.join(a.out, "premap.png"), plt)
+        return
     if a.markdown:
         markdown(a.out, suffix)
         return
