@@ -263,7 +263,7 @@ impl Controller {
                 queues,
                 pool,
                 prp_stats: crate::dptr::PrpStats::new(instance.0)?,
-                dev: dev.clone(),
+                dev: Arc::new(dev.clone(), GFP_KERNEL)?,
                 admin,
                 queue_request: request,
                 resets: AtomicU32::new(0),

@@ -102,8 +102,8 @@ pub(crate) struct IoData {
     pub(crate) pool: Arc<DmaPool>,
     /// PRP list counters (debugfs `rnvme/rnvme<C>/prp`).
     pub(crate) prp_stats: Arc<PrpStats>,
-    /// The PCI device (DMA mappings).
-    pub(crate) dev: pci::Device,
+    /// The PCI device (DMA mappings; shared with each per-I/O mapping by reference count).
+    pub(crate) dev: Arc<pci::Device>,
     /// The admin queue (Abort and controller disable after a timeout; also used by probe and
     /// remove).
     pub(crate) admin: Admin,

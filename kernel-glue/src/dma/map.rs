@@ -5,7 +5,7 @@
 //! C header: [`include/linux/dma-mapping.h`](srctree/include/linux/dma-mapping.h)
 
 use bvec::Bvec;
-use kernel::{bindings, prelude::*};
+use kernel::{bindings, prelude::*, sync::Arc};
 
 use crate::{helpers, pci, KPage};
 
@@ -44,7 +44,9 @@ pub struct MappedSegment {
 /// direction `dir`, unmapped only by the drop.
 #[derive(Debug)]
 pub struct Mapping<const N: usize> {
-    dev: pci::Device,
+    /// Shared through an `Arc`: a mapping made per I/O takes a plain reference count, not a
+    /// `get_device()`/`put_device()` pair (three calls each way).
+    dev: Arc<pci::Device>,
     dir: Direction,
     segs: [MappedSegment; N],
     n: usize,
@@ -52,7 +54,7 @@ pub struct Mapping<const N: usize> {
 
 impl<const N: usize> Mapping<N> {
     /// An empty mapping set for `dev`, to which segments are added with [`Mapping::map`].
-    pub fn new(dev: &pci::Device, dir: Direction) -> Self {
+    pub fn new(dev: &Arc<pci::Device>, dir: Direction) -> Self {
         // INVARIANT: no mapping yet.
         Self {
             dev: dev.clone(),
@@ -65,7 +67,7 @@ impl<const N: usize> Mapping<N> {
     /// As [`Mapping::new`], built directly on the heap (`flags`: allocation context), so a
     /// large table never sits on the caller's stack (e.g. deep in `queue_rq`).
     pub fn new_boxed(
-        dev: &pci::Device,
+        dev: &Arc<pci::Device>,
         dir: Direction,
         flags: kernel::alloc::Flags,
     ) -> Result<KBox<Self>> {
