@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! One NVMe queue pair: submission and completion rings in coherent DMA memory, their doorbells,
-//! and the command id table, all under one IRQ-safe lock; submitters also hold a plain
-//! submission lock, under which the SQ tail doorbell is written with interrupts enabled.
+//! and the command id table. Submitters take one plain lock (the SQ side, as `nvmeq->sq_lock`
+//! in `drivers/nvme/host/pci.c`); the completion path takes its own IRQ-safe lock (the CQ
+//! side); the command id table between them is lock-free (`nvme::SharedCidTable`), and the SQ
+//! tail and head cross between the two sides as atomics.
 //!
 //! C header: [`include/linux/nvme.h`](srctree/include/linux/nvme.h)
 //!
 //! The ring logic (tail, head, phase, wrap, validation of every completion field, command id
 //! generations) is the protocol core's (`nvme::SubmissionQueue`, `nvme::CompletionQueue`,
-//! `nvme::CidTable`); this file gives it memory and doorbells. As in `nvme_handle_cqe()` of
+//! `nvme::SharedCidTable`, `nvme::SqHead`, `nvme::accept_shared`); this file gives it memory,
+//! locks and doorbells. As in `nvme_handle_cqe()` of
 //! `drivers/nvme/host/pci.c`, an invalid completion is reported (rate-limited) and dropped.
 
-use core::sync::atomic::{compiler_fence, fence, Ordering};
+use core::sync::atomic::{compiler_fence, fence, AtomicU16, Ordering};
 
 use kernel::{prelude::*, sync::Arc};
 
@@ -23,9 +26,9 @@ use kernel_glue::{
     sync::{IrqSpinLock, SpinLock, SpinLockGuard},
 };
 use nvme::{
-    CidTable, CompletionEntry, CompletionMemory, CompletionQueue, DbbufLayout, Doorbells,
-    ShadowDoorbell, ShadowMemory, Status, SubmissionEntry, SubmissionMemory, SubmissionQueue,
-    CQE_SIZE, DBBUF_BYTES, SQE_SIZE,
+    CompletionEntry, CompletionMemory, CompletionQueue, DbbufLayout, Doorbells, ShadowDoorbell,
+    ShadowMemory, SharedCidTable, SqHead, Status, SubmissionEntry, SubmissionMemory,
+    SubmissionQueue, CQE_SIZE, DBBUF_BYTES, SQE_SIZE,
 };
 
 /// A valid completion, resolved to the blk-mq tag it was submitted for.
@@ -140,46 +143,57 @@ impl ShadowMemory for ShadowMem<'_> {
     }
 }
 
-/// The shadow doorbells of one I/O queue.
-struct QueueShadow {
+/// One shadow doorbell of a queue (SQ tail or CQ head) in the controller's pages.
+struct Shadow {
     pages: Arc<DbbufPages>,
-    sq_off: usize,
-    cq_off: usize,
-    sq: ShadowDoorbell,
-    cq: ShadowDoorbell,
+    off: usize,
+    db: ShadowDoorbell,
 }
 
-impl QueueShadow {
-    /// Stores the SQ tail; whether the MMIO doorbell must be written too.
-    fn sq(&mut self, tail: u16) -> bool {
-        self.sq.update(
+impl Shadow {
+    /// A shadow at `off` in `pages` holding `value`, stored there now.
+    fn new(pages: &Arc<DbbufPages>, off: usize, value: u16) -> Result<Self> {
+        pages.dbs.write_u32(off, u32::from(value))?;
+        Ok(Self {
+            pages: pages.clone(),
+            off,
+            db: ShadowDoorbell::new(value),
+        })
+    }
+
+    /// Stores `value`; whether the MMIO doorbell must be written too.
+    #[inline]
+    fn update(&mut self, value: u16) -> bool {
+        self.db.update(
             &mut ShadowMem {
                 pages: &self.pages,
-                off: self.sq_off,
+                off: self.off,
             },
-            tail,
+            value,
         )
     }
 
-    /// Stores the CQ head; whether the MMIO doorbell must be written too.
-    fn cq(&mut self, head: u16) -> bool {
-        self.cq.update(
-            &mut ShadowMem {
-                pages: &self.pages,
-                off: self.cq_off,
-            },
-            head,
-        )
+    /// Back to 0 (`nvme_dbbuf_init()` after a reset).
+    fn reset(&mut self) {
+        let _ = self.pages.dbs.write_u32(self.off, 0);
+        self.db = ShadowDoorbell::new(0);
     }
 }
 
-/// The mutable state of a queue pair.
-struct Rings {
+/// What submitters change, under [`Queue::sq_lock`].
+struct SqSide {
     sq: SubmissionQueue,
+    /// Shadow SQ tail doorbell (I/O queues of a controller with Doorbell Buffer Config).
+    shadow: Option<Shadow>,
+}
+
+/// What the completion path changes, under [`Queue::cq_lock`].
+struct CqSide {
     cq: CompletionQueue,
-    cids: CidTable<MAX_DEPTH>,
-    /// Shadow doorbells (I/O queues of a controller with Doorbell Buffer Config).
-    shadow: Option<QueueShadow>,
+    /// The SQ head of the last completion accepted.
+    sq_head: SqHead,
+    /// Shadow CQ head doorbell.
+    shadow: Option<Shadow>,
 }
 
 /// A queue pair (admin queue or I/O queue).
@@ -196,10 +210,20 @@ pub(crate) struct Queue {
     /// Held by submitters (never in an interrupt handler) from before a command is written
     /// into the ring until after the SQ tail doorbell write that publishes it
     /// (`nvmeq->sq_lock` in `drivers/nvme/host/pci.c`): tail doorbell writes happen in tail
-    /// order, and the MMIO write, which under emulation can take long, runs with interrupts
-    /// enabled, outside `rings`. Taken before `rings`, never inside it.
-    sq_lock: SpinLock<()>,
-    rings: IrqSpinLock<Rings>,
+    /// order, with interrupts enabled. The only lock a submission takes. Taken before
+    /// `cq_lock` where both are needed (reset, shadow doorbells), never inside it.
+    sq_lock: SpinLock<SqSide>,
+    /// Held by the completion path (interrupt handler, poll) while it takes entries off the
+    /// completion ring and writes the CQ head doorbell.
+    cq_lock: IrqSpinLock<CqSide>,
+    /// Command ids in flight: started by submitters, ended by the completion path or by a
+    /// cancellation, each with one atomic operation.
+    cids: SharedCidTable<MAX_DEPTH>,
+    /// The SQ tail as last published to the controller (stored before the doorbell write that
+    /// lets it see the entries): the bound of every completion's SQ head.
+    sq_tail: AtomicU16,
+    /// The SQ head of the last completion accepted, for submitters that find the ring full.
+    sq_head: AtomicU16,
 }
 
 /// Why a submission failed.
@@ -232,13 +256,17 @@ impl Queue {
         if sq_db.saturating_add(4) > bar.len() || cq_db.saturating_add(4) > bar.len() {
             return Err(EINVAL);
         }
-        let rings = Rings {
+        let sq_side = SqSide {
             sq: SubmissionQueue::new(qid, depth).map_err(|_| EINVAL)?,
-            cq: CompletionQueue::new(qid, depth, qid, depth).map_err(|_| EINVAL)?,
-            // One slot stays empty (full/empty sentinel): `depth - 1` commands in flight.
-            cids: CidTable::new(depth as usize - 1).map_err(|_| EINVAL)?,
             shadow: None,
         };
+        let cq_side = CqSide {
+            cq: CompletionQueue::new(qid, depth, qid, depth).map_err(|_| EINVAL)?,
+            sq_head: SqHead::new(depth).map_err(|_| EINVAL)?,
+            shadow: None,
+        };
+        // One slot stays empty (full/empty sentinel): `depth - 1` commands in flight.
+        let cids = SharedCidTable::new(depth as usize - 1).map_err(|_| EINVAL)?;
         Ok(Arc::new(
             Self {
                 qid,
@@ -249,8 +277,11 @@ impl Queue {
                 sq_db,
                 cq_db,
                 bar: bar.clone(),
-                sq_lock: SpinLock::new(())?,
-                rings: IrqSpinLock::new(rings)?,
+                sq_lock: SpinLock::new(sq_side)?,
+                cq_lock: IrqSpinLock::new(cq_side)?,
+                cids,
+                sq_tail: AtomicU16::new(0),
+                sq_head: AtomicU16::new(0),
             },
             GFP_KERNEL,
         )?)
@@ -262,28 +293,25 @@ impl Queue {
     pub(crate) fn attach_shadow(&self, pages: &Arc<DbbufPages>, layout: &DbbufLayout) -> Result {
         let sq_off = layout.sq_tail(self.qid).map_err(|_| EINVAL)?;
         let cq_off = layout.cq_head(self.qid).map_err(|_| EINVAL)?;
-        let mut r = self.rings.lock();
-        let (tail, head) = (r.sq.tail(), r.cq.head());
-        pages.dbs.write_u32(sq_off, u32::from(tail))?;
-        pages.dbs.write_u32(cq_off, u32::from(head))?;
-        r.shadow = Some(QueueShadow {
-            pages: pages.clone(),
-            sq_off,
-            cq_off,
-            sq: ShadowDoorbell::new(tail),
-            cq: ShadowDoorbell::new(head),
-        });
+        let mut s = self.sq_lock.lock();
+        let mut c = self.cq_lock.lock();
+        let sq = Shadow::new(pages, sq_off, s.sq.tail())?;
+        let cq = Shadow::new(pages, cq_off, c.cq.head())?;
+        s.shadow = Some(sq);
+        c.shadow = Some(cq);
         Ok(())
     }
 
     /// The shadow doorbell pages this queue uses, if any.
     pub(crate) fn shadow_pages(&self) -> Option<Arc<DbbufPages>> {
-        self.rings.lock().shadow.as_ref().map(|s| s.pages.clone())
+        self.sq_lock.lock().shadow.as_ref().map(|s| s.pages.clone())
     }
 
     /// Stops using shadow doorbells (the controller refused the Doorbell Buffer Config).
     pub(crate) fn detach_shadow(&self) {
-        self.rings.lock().shadow = None;
+        let mut s = self.sq_lock.lock();
+        s.shadow = None;
+        self.cq_lock.lock().shadow = None;
     }
 
     /// The Create I/O Completion Queue and Create I/O Submission Queue commands of this
@@ -301,10 +329,7 @@ impl Queue {
     /// it will never complete: `nvme_cancel_request()`); returns its tag, `None` when no
     /// command is in flight.
     pub(crate) fn take_in_flight(&self) -> Option<u16> {
-        let mut r = self.rings.lock();
-        let tag = r.cids.in_flight_tags().next()?;
-        r.cids.cancel(tag);
-        Some(tag)
+        self.cids.take_in_flight()
     }
 
     /// Empties the rings after the controller was disabled (`nvme_init_queue()`): SQ tail and
@@ -313,19 +338,19 @@ impl Queue {
     pub(crate) fn reset_rings(&self) {
         // No submitter is between its tail update and its doorbell write while the tail is
         // reset.
-        let _sq = self.sq_lock.lock();
-        let mut r = self.rings.lock();
-        r.cids.cancel_all();
-        r.sq.reset();
-        r.cq.reset();
+        let mut s = self.sq_lock.lock();
+        let mut c = self.cq_lock.lock();
+        self.cids.cancel_all();
+        s.sq.reset();
+        c.cq.reset();
+        c.sq_head.reset();
+        self.sq_tail.store(0, Ordering::Release);
+        self.sq_head.store(0, Ordering::Release);
         self.cq_mem.zero();
         // Shadow doorbells start over at 0 too (`nvme_dbbuf_init()`); the caller zeroed the
         // pages and sends Doorbell Buffer Config again once the queues exist.
-        if let Some(sh) = r.shadow.as_mut() {
-            let _ = sh.pages.dbs.write_u32(sh.sq_off, 0);
-            let _ = sh.pages.dbs.write_u32(sh.cq_off, 0);
-            sh.sq = ShadowDoorbell::new(0);
-            sh.cq = ShadowDoorbell::new(0);
+        for sh in [s.shadow.as_mut(), c.shadow.as_mut()].into_iter().flatten() {
+            sh.reset();
         }
     }
 
@@ -352,31 +377,30 @@ impl Queue {
         cmd: &mut SubmissionEntry,
         last: bool,
     ) -> Result<(), SubmitError> {
-        let _sq = self.sq_lock.lock();
-        let db = {
-            let mut r = self.rings.lock();
-            self.push(&mut r, tag, cmd)?;
-            if last {
-                Self::sq_doorbell(&mut r)
-            } else {
-                None
-            }
-        };
-        self.write_sq_doorbell(db);
+        let mut s = self.sq_lock.lock();
+        self.push(&mut s, tag, cmd)?;
+        if last {
+            self.ring_sq(&mut s);
+        }
         Ok(())
     }
 
     /// Writes `cmd` for `tag` into the ring without publishing the tail; on `Err` nothing
     /// was written.
     #[inline]
-    fn push(&self, r: &mut Rings, tag: u16, cmd: &mut SubmissionEntry) -> Result<(), SubmitError> {
-        if r.sq.is_full() {
-            return Err(SubmitError::Full);
+    fn push(&self, s: &mut SqSide, tag: u16, cmd: &mut SubmissionEntry) -> Result<(), SubmitError> {
+        if s.sq.is_full() {
+            // The head as of the last completion accepted (it only moves forward, within the
+            // tail this side published, so the update cannot fail unless a reset raced).
+            let _ = s.sq.update_head(self.sq_head.load(Ordering::Acquire));
+            if s.sq.is_full() {
+                return Err(SubmitError::Full);
+            }
         }
-        let cid = r.cids.start(tag).map_err(|_| SubmitError::Cid)?;
+        let cid = self.cids.start(tag).map_err(|_| SubmitError::Cid)?;
         cmd.set_cid(cid);
-        if r.sq.push(&mut SqMem(&self.sq_mem), cmd).is_err() {
-            r.cids.cancel(tag);
+        if s.sq.push(&mut SqMem(&self.sq_mem), cmd).is_err() {
+            self.cids.cancel(tag);
             return Err(SubmitError::Full);
         }
         Ok(())
@@ -387,34 +411,27 @@ impl Queue {
     pub(crate) fn batch(&self) -> SqBatch<'_> {
         SqBatch {
             q: self,
-            _sq: self.sq_lock.lock(),
+            s: self.sq_lock.lock(),
             pushed: 0,
         }
     }
 
     /// Rings the submission doorbell for entries pushed without `last`.
     pub(crate) fn commit(&self) {
-        let _sq = self.sq_lock.lock();
-        let db = Self::sq_doorbell(&mut self.rings.lock());
-        self.write_sq_doorbell(db);
+        self.ring_sq(&mut self.sq_lock.lock());
     }
 
-    /// Publishes the entries pushed since the last call (shadow doorbell included); returns
-    /// the tail to write to the MMIO doorbell, if the controller needs that write.
+    /// Publishes the entries pushed since the last call: the tail for the completion path,
+    /// then the shadow doorbell and, if the controller needs it, the MMIO doorbell.
     #[inline]
-    fn sq_doorbell(r: &mut Rings) -> Option<u32> {
-        let tail = r.sq.commit()?;
+    fn ring_sq(&self, s: &mut SqSide) {
+        let Some(tail) = s.sq.commit() else {
+            return;
+        };
+        // Before the controller can see the entries, so no completion names a head past it.
+        self.sq_tail.store(tail as u16, Ordering::Release);
         // With shadow doorbells the MMIO write is needed only when the controller asked.
-        r.shadow
-            .as_mut()
-            .map_or(true, |s| s.sq(tail as u16))
-            .then_some(tail)
-    }
-
-    /// Writes `tail` (from [`Queue::sq_doorbell`], under the same hold of the submission
-    /// lock) to the SQ tail doorbell.
-    fn write_sq_doorbell(&self, tail: Option<u32>) {
-        if let Some(tail) = tail {
+        if s.shadow.as_mut().map_or(true, |sh| sh.update(tail as u16)) {
             // `writel` orders the entries (coherent memory) before the doorbell.
             let _ = self.bar.write32(self.sq_db, tail);
         }
@@ -426,8 +443,8 @@ impl Queue {
     /// all are validated (`nvme::accept_completion`). Returns how many were stored.
     pub(crate) fn drain(&self, out: &mut [Done]) -> usize {
         let mut n = 0;
-        let mut r = self.rings.lock();
-        let r = &mut *r;
+        let mut side = self.cq_lock.lock();
+        let r = &mut *side;
         while n < out.len() {
             let Some(next) = r.cq.next(&CqMem(&self.cq_mem)) else {
                 break;
@@ -439,8 +456,10 @@ impl Queue {
                     continue;
                 }
             };
-            // Command id and SQ head are both checked before either is used.
-            match nvme::accept_completion(&mut r.sq, &mut r.cids, &c) {
+            // Command id and SQ head are both checked before either is used; the tail is read
+            // after the entry, so it covers every entry the controller had seen.
+            let tail = self.sq_tail.load(Ordering::Acquire);
+            match nvme::accept_shared(&mut r.sq_head, tail, &self.cids, &c) {
                 Ok(tag) => {
                     if let Some(slot) = out.get_mut(n) {
                         *slot = Done {
@@ -456,8 +475,9 @@ impl Queue {
                 }
             }
         }
+        self.sq_head.store(r.sq_head.head(), Ordering::Release);
         if let Some(head) = r.cq.doorbell() {
-            if r.shadow.as_mut().map_or(true, |s| s.cq(head as u16)) {
+            if r.shadow.as_mut().map_or(true, |s| s.update(head as u16)) {
                 let _ = self.bar.write32(self.cq_db, head);
             }
         }
@@ -466,24 +486,23 @@ impl Queue {
 
     /// Whether a completion is waiting (for a shared interrupt line).
     pub(crate) fn pending(&self) -> bool {
-        let r = self.rings.lock();
-        r.cq.pending(&CqMem(&self.cq_mem))
+        self.cq_lock.lock().cq.pending(&CqMem(&self.cq_mem))
     }
 
     /// Whether a command for `tag` is in flight (submitted, no valid completion seen yet).
     pub(crate) fn is_in_flight(&self, tag: u16) -> bool {
-        self.rings.lock().cids.is_in_flight(tag)
+        self.cids.is_in_flight(tag)
     }
 
     /// The command id of `tag`'s command in flight.
     pub(crate) fn cid_of(&self, tag: u16) -> Option<u16> {
-        self.rings.lock().cids.cid_of(tag)
+        self.cids.cid_of(tag)
     }
 
     /// Forgets command `tag` if in flight (the controller is disabled, so it will never
     /// complete); returns whether it was.
     pub(crate) fn cancel(&self, tag: u16) -> bool {
-        self.rings.lock().cids.cancel(tag)
+        self.cids.cancel(tag)
     }
 }
 
@@ -492,7 +511,7 @@ impl Queue {
 pub(crate) struct SqBatch<'a> {
     q: &'a Queue,
     /// Released after `drop` wrote the doorbell.
-    _sq: SpinLockGuard<'a, ()>,
+    s: SpinLockGuard<'a, SqSide>,
     pushed: u32,
 }
 
@@ -501,7 +520,7 @@ impl SqBatch<'_> {
     /// generation), as [`Queue::submit`] does without `last`. The controller sees it once the
     /// batch drops; on `Err` nothing was written.
     pub(crate) fn push(&mut self, tag: u16, cmd: &mut SubmissionEntry) -> Result<(), SubmitError> {
-        self.q.push(&mut self.q.rings.lock(), tag, cmd)?;
+        self.q.push(&mut self.s, tag, cmd)?;
         self.pushed += 1;
         Ok(())
     }
@@ -515,8 +534,7 @@ impl SqBatch<'_> {
 impl Drop for SqBatch<'_> {
     fn drop(&mut self) {
         if self.pushed > 0 {
-            let db = Queue::sq_doorbell(&mut self.q.rings.lock());
-            self.q.write_sq_doorbell(db);
+            self.q.ring_sq(&mut self.s);
         }
     }
 }

@@ -19,7 +19,7 @@ pub const MAX_TAGS: usize = 1 << CID_TAG_BITS;
 /// Mask of the tag in a command id.
 const TAG_MASK: u16 = (1 << CID_TAG_BITS) - 1;
 /// In-flight flag in a table entry; the low 4 bits are the generation.
-const IN_FLIGHT: u8 = 0x80;
+pub(crate) const IN_FLIGHT: u8 = 0x80;
 
 /// Why a tag could not be started or a completion's command id was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

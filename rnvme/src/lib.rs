@@ -28,6 +28,10 @@
 //!   ([`SubmissionQueue`]) before applying either (an error means: log rate-limited, ignore the
 //!   whole entry), then end the request with [`BlkStatus::from_nvme`]; finally write
 //!   [`CompletionQueue::doorbell`]'s value.
+//! - **Submit and complete on different locks** (what `rnvme.ko` does, as the C driver takes
+//!   only `nvmeq->sq_lock` to submit): command ids from a [`SharedCidTable`] (atomic, `&self`),
+//!   the SQ head tracked by the completion path in an [`SqHead`] against the tail the
+//!   submitters last published, both checked together by [`accept_shared`].
 //!
 //! ```
 //! use nvme::*;
@@ -79,6 +83,7 @@ extern crate std;
 mod admin;
 mod blk_status;
 mod cid;
+mod cid_shared;
 mod cmd;
 mod cq;
 mod dbbuf;
@@ -108,6 +113,7 @@ mod tests;
 pub use admin::{opcode, CmdError, Cns, FEAT_NUM_QUEUES, FEAT_VOLATILE_WC, MAX_QUEUE_ENTRIES};
 pub use blk_status::BlkStatus;
 pub use cid::{make_cid, split_cid, CidError, CidTable, CID_TAG_BITS, MAX_TAGS};
+pub use cid_shared::SharedCidTable;
 pub use cmd::{CompletionEntry, DataPointer, SubmissionEntry, CQE_SIZE, SQE_SIZE};
 pub use cq::{Completion, CompletionMemory, CompletionQueue, CqError};
 pub use dbbuf::{
@@ -147,7 +153,7 @@ pub use prp_chain::{
     chained_slot, PrpListLayout, PrpListRun, PRP_LIST_DATA_SLOTS, PRP_MAX_LIST_PAGES,
 };
 pub use queues::{QueueGrant, QueuePlan, QueuePlanError};
-pub use reap::{accept_completion, ReapError};
+pub use reap::{accept_completion, accept_shared, ReapError};
 pub use recovery::{decide_disposition, CtrlState, Disposition, TimeoutStep, MAX_RETRIES};
 pub use reg_values::{Aqa, Cap, Cc, Csts, Shutdown, ShutdownStatus};
 pub use regs::{
@@ -161,5 +167,5 @@ pub use sgl::{
 pub use shutdown::{
     shutdown_timeout_ms, ShutdownSeq, SHUTDOWN_TIMEOUT_DEFAULT_MS, SHUTDOWN_TIMEOUT_MAX_MS,
 };
-pub use sq::{SqError, SubmissionMemory, SubmissionQueue};
+pub use sq::{SqError, SqHead, SubmissionMemory, SubmissionQueue};
 pub use status::{Status, StatusCodeType};

@@ -11,7 +11,7 @@
 
 use core::fmt;
 
-use crate::{CidError, CidTable, Completion, SqError, SubmissionQueue};
+use crate::{CidError, CidTable, Completion, SharedCidTable, SqError, SqHead, SubmissionQueue};
 
 /// Why a completion entry was dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,5 +69,45 @@ pub fn accept_completion<const N: usize>(
     sq.check_head(c.sq_head).map_err(ReapError::SqHead)?;
     // Both checked above, so neither can fail now; map anyway rather than assume.
     sq.update_head(c.sq_head).map_err(ReapError::SqHead)?;
+    cids.complete(c.cid).map_err(ReapError::Cid)
+}
+
+/// [`accept_completion`] for a queue whose submitters and completion path share no lock: the
+/// command id is checked against a [`SharedCidTable`] and the SQ head against `head` and the
+/// `tail` the submitters last published (read after the entry). Returns the tag.
+///
+/// The command id is marked idle last, in one compare-and-swap; if a cancellation (timeout or
+/// reset) took the command between the check and that swap, the completion is refused as
+/// [`ReapError::Cid`] after the SQ head moved (the device did consume the entry).
+///
+/// # Errors
+///
+/// A [`ReapError`]; unless the race above, `head` and `cids` are then unchanged.
+///
+/// # Examples
+///
+/// ```
+/// use nvme::{accept_shared, Completion, ReapError, SharedCidTable, SqHead, Status};
+/// let mut head = SqHead::new(8)?;
+/// let cids = SharedCidTable::<8>::new(7).unwrap();
+/// let cid = cids.start(3).unwrap();
+/// let c = |cid, sq_head| Completion { cid, status: Status::from_raw(0), result: 0, sq_head };
+/// // Tail 1 published: an SQ head of 5 is dropped whole, the command stays in flight.
+/// assert!(matches!(accept_shared(&mut head, 1, &cids, &c(cid, 5)), Err(ReapError::SqHead(_))));
+/// assert!(cids.is_in_flight(3));
+/// assert_eq!(accept_shared(&mut head, 1, &cids, &c(cid, 1)), Ok(3));
+/// assert_eq!(head.head(), 1);
+/// assert!(matches!(accept_shared(&mut head, 1, &cids, &c(cid, 1)), Err(ReapError::Cid(_))));
+/// # Ok::<(), nvme::SqError>(())
+/// ```
+#[inline]
+pub fn accept_shared<const N: usize>(
+    head: &mut SqHead,
+    tail: u16,
+    cids: &SharedCidTable<N>,
+    c: &Completion,
+) -> Result<u16, ReapError> {
+    cids.check(c.cid).map_err(ReapError::Cid)?;
+    head.update(c.sq_head, tail).map_err(ReapError::SqHead)?;
     cids.complete(c.cid).map_err(ReapError::Cid)
 }

@@ -147,21 +147,9 @@ impl SubmissionQueue {
         self.head
     }
 
-    /// `(a - b) mod depth`.
-    fn distance(&self, a: u16, b: u16) -> u32 {
-        // `a, b < depth`, so the sum is below `2 * depth`: one conditional subtraction instead
-        // of `%`, whose divide-by-zero panic path objtool rejects in the kernel module.
-        let d = u32::from(a) + self.depth - u32::from(b);
-        if d >= self.depth {
-            d - self.depth
-        } else {
-            d
-        }
-    }
-
     /// Entries written and not yet consumed by the device.
     pub fn used(&self) -> u32 {
-        self.distance(self.tail, self.head)
+        distance(self.depth, self.tail, self.head)
     }
 
     /// Entries that can still be pushed (`depth - 1 - used`).
@@ -226,9 +214,7 @@ impl SubmissionQueue {
     ///
     /// As [`SubmissionQueue::update_head`].
     pub fn check_head(&self, head: u16) -> Result<(), SqError> {
-        let ok = u32::from(head) < self.depth
-            && self.distance(head, self.head) <= self.distance(self.tail, self.head);
-        if !ok {
+        if !head_in_window(self.depth, self.head, self.tail, head) {
             return Err(SqError::BadHead {
                 head,
                 old_head: self.head,
@@ -244,5 +230,111 @@ impl SubmissionQueue {
         self.tail = 0;
         self.head = 0;
         self.doorbell = 0;
+    }
+}
+
+/// `(a - b) mod depth`, for `a, b < depth`.
+#[inline]
+fn distance(depth: u32, a: u16, b: u16) -> u32 {
+    // `a, b < depth`, so the sum is below `2 * depth`: one conditional subtraction instead of
+    // `%`, whose divide-by-zero panic path objtool rejects in the kernel module.
+    let d = u32::from(a) + depth - u32::from(b);
+    if d >= depth {
+        d - depth
+    } else {
+        d
+    }
+}
+
+/// Whether `new` is a valid SQ head for a ring of `depth` slots whose head was `old` and whose
+/// tail (as published to the device) is `tail`: below the depth and in `old..=tail`, modulo the
+/// depth. `old` and `tail` must be below the depth.
+#[inline]
+fn head_in_window(depth: u32, old: u16, tail: u16, new: u16) -> bool {
+    u32::from(new) < depth && distance(depth, new, old) <= distance(depth, tail, old)
+}
+
+/// The SQ head as a completion path tracks it when the tail belongs to submitters under a lock
+/// of their own: each completion's `sq_head` is checked against the tail they last published
+/// (before the doorbell write that let the device see it), as
+/// [`SubmissionQueue::update_head`] checks it against its own tail.
+///
+/// # Invariants
+///
+/// `2 <= depth <= 65536`; `head < depth`.
+///
+/// # Examples
+///
+/// ```
+/// use nvme::{SqError, SqHead};
+/// let mut h = SqHead::new(8)?;
+/// h.update(3, 5)?;                                     // published tail 5: head 3 is fine
+/// assert_eq!(h.head(), 3);
+/// assert!(h.update(6, 5).is_err());                   // past the tail
+/// assert!(h.update(2, 5).is_err());                   // backwards
+/// h.update(1, 1)?;                                     // the tail wrapped: 3..=1 holds 1
+/// assert_eq!(h.head(), 1);
+/// # Ok::<(), SqError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SqHead {
+    depth: u32,
+    head: u16,
+}
+
+impl SqHead {
+    /// The head of an empty queue of `depth` slots (0).
+    ///
+    /// # Errors
+    ///
+    /// [`SqError::Depth`] unless `2 <= depth <= 65536`.
+    pub fn new(depth: u32) -> Result<Self, SqError> {
+        if !(2..=MAX_QUEUE_ENTRIES).contains(&depth) {
+            return Err(SqError::Depth { depth });
+        }
+        // INVARIANT: depth checked; 0 < depth.
+        Ok(Self { depth, head: 0 })
+    }
+
+    /// The last head accepted.
+    pub const fn head(&self) -> u16 {
+        self.head
+    }
+
+    /// What [`SqHead::update`] would return, without changing the head.
+    ///
+    /// # Errors
+    ///
+    /// As [`SqHead::update`].
+    #[inline]
+    pub fn check(&self, head: u16, tail: u16) -> Result<(), SqError> {
+        if u32::from(tail) < self.depth && head_in_window(self.depth, self.head, tail, head) {
+            Ok(())
+        } else {
+            Err(SqError::BadHead {
+                head,
+                old_head: self.head,
+                tail,
+            })
+        }
+    }
+
+    /// Records a completion's `sq_head`, given the tail the submitters published.
+    ///
+    /// # Errors
+    ///
+    /// [`SqError::BadHead`] if `head` is not between the current head and `tail` (or either is
+    /// beyond the depth); the head is then unchanged.
+    #[inline]
+    pub fn update(&mut self, head: u16, tail: u16) -> Result<(), SqError> {
+        self.check(head, tail)?;
+        // INVARIANT: head < depth (checked).
+        self.head = head;
+        Ok(())
+    }
+
+    /// Back to 0 (the queue was reset).
+    pub fn reset(&mut self) {
+        self.head = 0;
     }
 }
