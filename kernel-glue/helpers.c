@@ -240,9 +240,15 @@ u64 rnvme_glue_dma_opt_mapping_size(struct device *dev)
 	return dma_opt_mapping_size(dev);
 }
 
-int rnvme_glue_dma_mapping_error(struct device *dev, u64 addr)
+int rnvme_glue_dma_map_page(struct device *dev, struct page *page, size_t offset, size_t len,
+			    int dir, u64 *addr)
 {
-	return dma_mapping_error(dev, addr);
+	dma_addr_t a = dma_map_page_attrs(dev, page, offset, len, dir, 0);
+
+	if (dma_mapping_error(dev, a))
+		return -EIO;
+	*addr = a;
+	return 0;
 }
 
 struct dma_pool *rnvme_glue_dma_pool_create(const char *name, struct device *dev, size_t size,

@@ -92,8 +92,12 @@ void rnvme_glue_lo_hi_writeq(u64 value, void __iomem *addr);
 int rnvme_glue_dma_set_mask_and_coherent(struct device *dev, u64 mask);
 /* dma_opt_mapping_size(): the largest mapping that costs no more than smaller ones. */
 u64 rnvme_glue_dma_opt_mapping_size(struct device *dev);
-/* dma_mapping_error(): non-zero when `addr` is the error value of a mapping call. */
-int rnvme_glue_dma_mapping_error(struct device *dev, u64 addr);
+/*
+ * dma_map_page_attrs() then dma_mapping_error() (which DMA-API debugging requires after every
+ * mapping): one call per segment instead of two. 0 and the bus address in *addr, or -EIO.
+ */
+int rnvme_glue_dma_map_page(struct device *dev, struct page *page, size_t offset, size_t len,
+			    int dir, u64 *addr);
 /* dma_pool_create() / dma_pool_destroy() / dma_pool_alloc(GFP_ATOMIC) / dma_pool_free(). */
 struct dma_pool *rnvme_glue_dma_pool_create(const char *name, struct device *dev, size_t size,
 					    size_t align, size_t boundary);

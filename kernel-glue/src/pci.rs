@@ -74,6 +74,7 @@ impl Device {
     }
 
     /// The raw `struct device *` of this PCI device.
+    #[inline]
     pub fn device_raw(&self) -> *mut bindings::device {
         self.raw_dev.as_ptr()
     }

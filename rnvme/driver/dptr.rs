@@ -148,8 +148,12 @@ impl ListPages {
         let mut taken = 0usize;
         let counted = entries.inspect(|_| taken += 1);
         for (page, slot, value) in layout.stores(counted, dma).map_err(|_| EINVAL)? {
-            let block = lists.pages.get(page).and_then(|p| p.as_ref()).ok_or(EINVAL)?;
-            block.write(slot * 8, &value.to_le_bytes())?;
+            let block = lists
+                .pages
+                .get(page)
+                .and_then(|p| p.as_ref())
+                .ok_or(EINVAL)?;
+            block.write_u64(slot * 8, value)?;
         }
         // Fewer entries than the layout: a list the controller would walk past its end.
         if taken != n {
@@ -224,7 +228,9 @@ pub(crate) fn build_sgl(
             }
             let list = DmaPool::alloc(pool)?;
             for (i, s) in many.iter().enumerate() {
-                list.write(i * 16, &SglDescriptor::data_block(s.addr, s.len).to_bytes())?;
+                let [lo, hi] = SglDescriptor::data_block(s.addr, s.len).to_qwords();
+                list.write_u64(i * 16, lo)?;
+                list.write_u64(i * 16 + 8, hi)?;
             }
             let len = u32::try_from(many.len() * 16).map_err(|_| EINVAL)?;
             Ok((

@@ -61,27 +61,32 @@ impl DataMap {
 /// Physically contiguous segments are mapped as one, as the block layer counts them
 /// (`biovec_phys_mergeable()`, `blk_rq_map_sg()`): only the merged segment has to end on a
 /// controller page for the PRP rules.
-fn map_data<const N: usize>(rq: &Request<IoOps>, map: &mut Mapping<N>) -> Result {
-    let mut pending: Option<Bvec<KPage>> = None;
+pub(crate) fn map_data<const N: usize>(rq: &Request<IoOps>, map: &mut Mapping<N>) -> Result {
+    // The segment waiting to be mapped, and the physical address it ends at: each segment's
+    // `page_to_phys` is taken once, when it arrives.
+    let mut pending: Option<(Bvec<KPage>, Option<u64>)> = None;
     let mut map_one = |seg: &Bvec<KPage>| {
-        // SAFETY: the segment is data of `rq`, which the block layer keeps allocated and
-        // untouched by the CPU (against the direction) until the request ends; the mapping is
-        // dropped before it ends (`complete`, `end_batched`).
+        // SAFETY: the segment is data of `rq` (a bio's pages, user pages pinned for a
+        // passthrough command, or a registered buffer's pages held by the ring), kept allocated
+        // and untouched by the CPU (against the direction) until the request ends; the mapping
+        // is dropped before it ends (`complete`, `end_batched`).
         unsafe { map.map(seg) }
     };
     rq.for_each_segment(|seg| {
-        if let Some(p) = pending {
-            if let Some(m) = merge(&p, seg) {
-                pending = Some(m);
+        let start = seg.phys();
+        let end = start.checked_add(u64::from(seg.len()));
+        if let Some((p, p_end)) = pending {
+            if let Some(m) = merge(&p, p_end, start, seg) {
+                pending = Some((m, end));
                 return Ok(());
             }
             map_one(&p)?;
         }
-        pending = Some(*seg);
+        pending = Some((*seg, end));
         Ok(())
     })?;
     match pending {
-        Some(p) => map_one(&p),
+        Some((p, _)) => map_one(&p),
         None => Ok(()),
     }
 }
@@ -242,10 +247,16 @@ fn status_of(v: u8) -> BlkStatus {
     BlkStatus::from_raw(v).unwrap_or(BlkStatus::IOERR)
 }
 
-/// `a` and `b` as one segment if `b` starts where `a` ends in physical memory.
-fn merge(a: &Bvec<KPage>, b: &Bvec<KPage>) -> Option<Bvec<KPage>> {
-    let end = a.phys().checked_add(u64::from(a.len()))?;
-    if end != b.phys() {
+/// `a` and `b` as one segment if `b` starts (physical address `b_start`) where `a` ends
+/// (`a_end`, `None` if that overflowed) in physical memory.
+#[inline]
+fn merge(
+    a: &Bvec<KPage>,
+    a_end: Option<u64>,
+    b_start: u64,
+    b: &Bvec<KPage>,
+) -> Option<Bvec<KPage>> {
+    if a_end? != b_start {
         return None;
     }
     Bvec::new(a.page(), a.offset(), a.len().checked_add(b.len())?).ok()

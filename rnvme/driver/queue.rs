@@ -387,7 +387,7 @@ impl Queue {
 
     /// Writes `cmd` for `tag` into the ring without publishing the tail; on `Err` nothing
     /// was written.
-    #[inline]
+    #[inline(always)]
     fn push(&self, s: &mut SqSide, tag: u16, cmd: &mut SubmissionEntry) -> Result<(), SubmitError> {
         if s.sq.is_full() {
             // The head as of the last completion accepted (it only moves forward, within the
@@ -423,7 +423,7 @@ impl Queue {
 
     /// Publishes the entries pushed since the last call: the tail for the completion path,
     /// then the shadow doorbell and, if the controller needs it, the MMIO doorbell.
-    #[inline]
+    #[inline(always)]
     fn ring_sq(&self, s: &mut SqSide) {
         let Some(tail) = s.sq.commit() else {
             return;

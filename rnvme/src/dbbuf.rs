@@ -31,6 +31,7 @@ pub const DBBUF_BYTES: usize = 4096;
 /// assert!(dbbuf_need_event(0xffff, 2, 0xfffe)); // across the wrap
 /// assert!(!dbbuf_need_event(7, 7, 7));       // nothing new
 /// ```
+#[inline]
 pub const fn dbbuf_need_event(event_idx: u16, new: u16, old: u16) -> bool {
     new.wrapping_sub(event_idx).wrapping_sub(1) < new.wrapping_sub(old)
 }
@@ -135,6 +136,7 @@ impl ShadowDoorbell {
 
     /// Stores `value` in the shadow doorbell and returns whether the MMIO doorbell must be
     /// written too (the value passed the controller's event index).
+    #[inline]
     pub fn update<M: ShadowMemory + ?Sized>(&mut self, mem: &mut M, value: u16) -> bool {
         let old = self.last;
         self.last = value;

@@ -35,11 +35,13 @@ pub struct DmaSegment {
 
 impl DmaSegment {
     /// A segment of `len` bytes at bus address `addr`.
+    #[inline]
     pub const fn new(addr: u64, len: u32) -> Self {
         Self { addr, len }
     }
 
     /// The address one past the last byte, `None` if it overflows.
+    #[inline]
     pub const fn end(&self) -> Option<u64> {
         self.addr.checked_add(self.len as u64)
     }

@@ -261,6 +261,7 @@ pub struct PrpEntries<I> {
 impl<I: Iterator<Item = DmaSegment>> Iterator for PrpEntries<I> {
     type Item = u64;
 
+    #[inline]
     fn next(&mut self) -> Option<u64> {
         while self.next >= self.end {
             let seg = self.segs.next()?;

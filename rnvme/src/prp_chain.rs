@@ -45,6 +45,7 @@ pub const PRP_MAX_LIST_PAGES: usize =
 /// use nvme::chained_slot;
 /// assert_eq!((chained_slot(0), chained_slot(510), chained_slot(511)), ((0, 0), (0, 510), (1, 0)));
 /// ```
+#[inline]
 pub const fn chained_slot(i: usize) -> (usize, usize) {
     (i / PRP_LIST_DATA_SLOTS, i % PRP_LIST_DATA_SLOTS)
 }
@@ -80,12 +81,14 @@ pub struct PrpListLayout {
 impl PrpListLayout {
     /// A command's own list of `entries` entries, from slot 0 of its first page, as the
     /// controller walks it.
+    #[inline]
     pub const fn new(entries: usize) -> Self {
         Self::window(0, entries)
     }
 
     /// `entries` entries of a list from stride position `start` on, as the controller walks
     /// them when PRP2 points at `start`'s slot.
+    #[inline]
     pub const fn window(start: usize, entries: usize) -> Self {
         let last = start.saturating_add(entries.saturating_sub(1));
         Self {
@@ -106,6 +109,7 @@ impl PrpListLayout {
     }
 
     /// Number of entries.
+    #[inline]
     pub const fn entries(&self) -> usize {
         self.entries
     }
@@ -118,6 +122,7 @@ impl PrpListLayout {
     }
 
     /// List pages used (0 for no entries).
+    #[inline]
     pub const fn pages(&self) -> usize {
         if self.entries == 0 {
             return 0;
@@ -133,6 +138,7 @@ impl PrpListLayout {
     }
 
     /// `(page, slot)` of entry `j` (`None` past the end).
+    #[inline]
     pub const fn slot(&self, j: usize) -> Option<(usize, usize)> {
         if j >= self.entries {
             return None;
@@ -258,6 +264,7 @@ struct Stores<'a, I> {
 impl<I: Iterator<Item = u64>> Iterator for Stores<'_, I> {
     type Item = (usize, usize, u64);
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if let Some(p) = self.pending.take() {
             return Some(p);

@@ -63,6 +63,7 @@ impl SglDescriptor {
     }
 
     /// A Data Block descriptor for `len` bytes at `addr`.
+    #[inline]
     pub const fn data_block(addr: u64, len: u32) -> Self {
         Self::with_type(addr, len, TYPE_DATA_BLOCK)
     }
@@ -73,6 +74,7 @@ impl SglDescriptor {
     }
 
     /// A Last Segment descriptor for the final list of `len` bytes at `addr`.
+    #[inline]
     pub const fn last_segment(addr: u64, len: u32) -> Self {
         Self::with_type(addr, len, TYPE_LAST_SEGMENT)
     }
@@ -83,8 +85,27 @@ impl SglDescriptor {
     }
 
     /// The 16 wire bytes (the command's DPTR field when this is the inline descriptor).
+    #[inline]
     pub const fn to_bytes(self) -> [u8; 16] {
         self.0
+    }
+
+    /// The 16 wire bytes as two little-endian quadwords (bytes 0-7, 8-15), for 8-byte
+    /// stores into a descriptor list page.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let d = nvme::SglDescriptor::data_block(0x1122_3344_5566_7788, 0x200);
+    /// assert_eq!(d.to_qwords(), [0x1122_3344_5566_7788, 0x200]);
+    /// ```
+    #[inline]
+    pub const fn to_qwords(self) -> [u64; 2] {
+        let b = self.0;
+        [
+            u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+            u64::from_le_bytes([b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]]),
+        ]
     }
 
     /// The address field.
@@ -263,6 +284,7 @@ impl SglPolicy {
     /// assert!(!SglPolicy { ctrl_supports_sgls: false, ..p }.use_sgls(1 << 20, 1));
     /// assert!(SglPolicy { sgl_threshold: 0, passthrough: true, ..p }.use_sgls(4096, 8));
     /// ```
+    #[inline]
     pub fn use_sgls(&self, payload: u64, nseg: u32) -> bool {
         if !self.ctrl_supports_sgls || self.admin_queue {
             return false;

@@ -138,6 +138,7 @@ impl SubmissionQueue {
     }
 
     /// Next slot to write.
+    #[inline]
     pub const fn tail(&self) -> u16 {
         self.tail
     }
@@ -148,16 +149,19 @@ impl SubmissionQueue {
     }
 
     /// Entries written and not yet consumed by the device.
+    #[inline]
     pub fn used(&self) -> u32 {
         distance(self.depth, self.tail, self.head)
     }
 
     /// Entries that can still be pushed (`depth - 1 - used`).
+    #[inline]
     pub fn free_slots(&self) -> u32 {
         self.depth - 1 - self.used()
     }
 
     /// Whether [`SubmissionQueue::push`] would fail with [`SqError::Full`].
+    #[inline]
     pub fn is_full(&self) -> bool {
         self.free_slots() == 0
     }
@@ -167,6 +171,7 @@ impl SubmissionQueue {
     /// # Errors
     ///
     /// [`SqError::Full`] when `depth - 1` entries are outstanding (nothing is written).
+    #[inline]
     pub fn push<M: SubmissionMemory + ?Sized>(
         &mut self,
         mem: &mut M,
@@ -186,6 +191,7 @@ impl SubmissionQueue {
     /// The value to write to the tail doorbell if entries were pushed since the last commit
     /// (`None`: no write needed). The caller writes it with `writel` to
     /// [`crate::Doorbells::sq_tail`] of this queue.
+    #[inline]
     pub fn commit(&mut self) -> Option<u32> {
         if self.tail == self.doorbell {
             return None;
@@ -200,6 +206,7 @@ impl SubmissionQueue {
     ///
     /// [`SqError::BadHead`] if `head` is not between the current head and the tail (it would
     /// free slots the host never filled, or move backwards); the head is then unchanged.
+    #[inline]
     pub fn update_head(&mut self, head: u16) -> Result<(), SqError> {
         self.check_head(head)?;
         // INVARIANT: head < depth and lies in the outstanding window (checked above).
@@ -213,6 +220,7 @@ impl SubmissionQueue {
     /// # Errors
     ///
     /// As [`SubmissionQueue::update_head`].
+    #[inline]
     pub fn check_head(&self, head: u16) -> Result<(), SqError> {
         if !head_in_window(self.depth, self.head, self.tail, head) {
             return Err(SqError::BadHead {

@@ -109,6 +109,7 @@ impl CoherentAllocation {
     /// Stores `src` at `offset` as little-endian quadwords, one volatile 8-byte store each
     /// (a submission queue entry in eight stores, as the C driver's `memcpy()` of it).
     /// `offset` must be 8-byte aligned.
+    #[inline]
     pub fn write_u64s(&self, offset: usize, src: &[u64]) -> Result {
         let p = self.range(offset, src.len().checked_mul(8).ok_or(EINVAL)?)?;
         if offset % 8 != 0 {
@@ -125,6 +126,7 @@ impl CoherentAllocation {
 
     /// Loads little-endian quadwords at `offset` into `dst`, one volatile 8-byte load each.
     /// `offset` must be 8-byte aligned.
+    #[inline]
     pub fn read_u64s(&self, offset: usize, dst: &mut [u64]) -> Result {
         let p = self.range(offset, dst.len().checked_mul(8).ok_or(EINVAL)?)?;
         if offset % 8 != 0 {
@@ -139,6 +141,7 @@ impl CoherentAllocation {
     }
 
     /// Reads the little-endian `u16` at `offset` (one volatile load if aligned).
+    #[inline]
     pub fn read_u16(&self, offset: usize) -> Result<u16> {
         let p = self.range(offset, 2)?;
         if offset % 2 != 0 {
@@ -150,6 +153,7 @@ impl CoherentAllocation {
     }
 
     /// Reads the little-endian `u32` at `offset` (one volatile load if aligned).
+    #[inline]
     pub fn read_u32(&self, offset: usize) -> Result<u32> {
         let p = self.range(offset, 4)?;
         if offset % 4 != 0 {
@@ -160,6 +164,7 @@ impl CoherentAllocation {
     }
 
     /// Writes the little-endian `u32` at `offset` (one volatile store).
+    #[inline]
     pub fn write_u32(&self, offset: usize, v: u32) -> Result {
         let p = self.range(offset, 4)?;
         if offset % 4 != 0 {

@@ -102,20 +102,21 @@ impl<const N: usize> Mapping<N> {
         if self.n >= N {
             return Err(ENOSPC);
         }
+        let mut addr = 0u64;
         // SAFETY: `dev` is valid; `seg` is `len` bytes at `offset` in physically contiguous
-        // pages starting at `page` (the `Bvec` invariant and the function contract).
-        let addr = unsafe {
-            bindings::dma_map_page_attrs(
+        // pages starting at `page` (the `Bvec` invariant and the function contract); `addr` is
+        // writable. The helper checks the result with `dma_mapping_error()`.
+        let rc = unsafe {
+            helpers::rnvme_glue_dma_map_page(
                 self.dev.device_raw(),
                 seg.page().as_ptr(),
                 seg.offset() as usize,
                 seg.len() as usize,
-                self.dir.raw(),
-                0,
+                self.dir.raw() as _,
+                &mut addr,
             )
         };
-        // SAFETY: `dev` is valid; `addr` was just returned by a mapping call for it.
-        if unsafe { helpers::rnvme_glue_dma_mapping_error(self.dev.device_raw(), addr) } != 0 {
+        if rc != 0 {
             return Err(EIO);
         }
         let slot = self.segs.get_mut(self.n).ok_or(ENOSPC)?;

@@ -126,6 +126,29 @@ impl PoolBlock {
         self.pool.size == 0
     }
 
+    /// Stores `value` little-endian at byte `offset` (one volatile 8-byte store), if the
+    /// offset is 8-byte aligned and the value fits: a PRP entry or half an SGL descriptor.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if the address is not 8-byte aligned (an unaligned offset, or a pool created
+    /// with a smaller alignment) or `offset + 8` is past the block.
+    #[inline]
+    pub fn write_u64(&self, offset: usize, value: u64) -> Result {
+        let p = self.cpu.as_ptr().wrapping_add(offset);
+        if p as usize % 8 != 0
+            || offset
+                .checked_add(8)
+                .map_or(true, |end| end > self.pool.size)
+        {
+            return Err(EINVAL);
+        }
+        // SAFETY: `offset + 8 <= size`: inside the block; the address is 8-byte aligned (both
+        // checked above).
+        unsafe { p.cast::<u64>().write_volatile(value.to_le()) };
+        Ok(())
+    }
+
     /// Copies `src` into the block at byte `offset` (volatile stores), if it fits.
     pub fn write(&self, offset: usize, src: &[u8]) -> Result {
         let end = offset.checked_add(src.len()).ok_or(EINVAL)?;

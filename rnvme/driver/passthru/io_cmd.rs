@@ -14,7 +14,6 @@
 
 use core::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
 
-use bvec::Bvec;
 use kernel::{prelude::*, sync::Arc};
 use kernel_glue::{
     block::mq::{Op, Request},
@@ -24,7 +23,6 @@ use kernel_glue::{
     sync::ArcSlot,
     time::tsc,
     user_rq::{blk_status_errno, UserRequest, UserStatus},
-    KPage,
 };
 use nvme::{
     premap_prps, DataPointer, PremapPrps, Status, SubmissionEntry, TagRange, UserCmd, SQE_SIZE,
@@ -95,14 +93,6 @@ pub(crate) fn is_user_op(op: u32) -> bool {
     op == kernel_glue::user_rq::REQ_OP_DRV_IN || op == kernel_glue::user_rq::REQ_OP_DRV_OUT
 }
 
-/// `a` and `b` as one segment if `b` starts where `a` ends in physical memory.
-fn merge(a: &Bvec<KPage>, b: &Bvec<KPage>) -> Option<Bvec<KPage>> {
-    if a.phys().checked_add(u64::from(a.len()))? != b.phys() {
-        return None;
-    }
-    Bvec::new(a.page(), a.offset(), a.len().checked_add(b.len())?).ok()
-}
-
 /// What a passthrough command holds until it completes: its mappings and PRP list pages.
 pub(crate) type Held = (Option<KBox<Mapping<MAX_SEGS>>>, ListPages);
 
@@ -159,30 +149,19 @@ fn prepare_cmd(
     }
     let mut map = Mapping::<MAX_SEGS>::new_boxed(&data.dev, dir, GFP_ATOMIC)
         .map_err(|_| BlkStatus::RESOURCE)?;
-    let mut pending: Option<Bvec<KPage>> = None;
-    let res = rq.for_each_segment(|seg| {
-        if let Some(p) = pending {
-            if let Some(m) = merge(&p, seg) {
-                pending = Some(m);
-                return Ok(());
-            }
-            // SAFETY: the segment is data of `rq` (user pages pinned, or a registered buffer's
-            // pages held by the ring) kept until the request ends; the mapping is dropped
-            // before it ends (`complete`).
-            unsafe { map.map(&p) }?;
+    // More segments than a mapping holds: the request cannot be sent. A DMA API refusal: out
+    // of mapping space, try again later (`BLK_STS_RESOURCE`, as `nvme_map_data()`).
+    crate::io::map_data(rq, &mut map).map_err(|e| {
+        if e == ENOSPC {
+            BlkStatus::IOERR
+        } else {
+            BlkStatus::RESOURCE
         }
-        pending = Some(*seg);
-        Ok(())
-    });
-    res.map_err(|_| BlkStatus::IOERR)?;
-    if let Some(p) = pending {
-        // SAFETY: as above.
-        unsafe { map.map(&p) }.map_err(|_| BlkStatus::RESOURCE)?;
-    }
+    })?;
     // A user buffer the PRP rules cannot describe (e.g. a segment not ending on a controller
     // page) fails the command, as `nvme_pci_setup_prps()` does ("Invalid SGL for payload").
-    let (dp, page) = dptr::build(map.segments(), &data.pool, &data.prp_stats)
-        .map_err(|_| BlkStatus::IOERR)?;
+    let (dp, page) =
+        dptr::build(map.segments(), &data.pool, &data.prp_stats).map_err(|_| BlkStatus::IOERR)?;
     cmd.set_data_pointer(dp);
     Ok((cmd, (Some(map), page)))
 }
