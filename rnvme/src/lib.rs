@@ -136,10 +136,10 @@ pub use limits::{
     NVME_MAX_HW_SECTORS, NVME_MAX_SEGS,
 };
 pub use passthru::{
-    cmd_allowed, Caller, IoEffects, PassthruError, UserCmd, EFFECTS_CSUPP, EFFECTS_LBCC,
-    IOCTL_ADMIN64_CMD, IOCTL_ADMIN_CMD, IOCTL_ID, IOCTL_IO64_CMD, IOCTL_IO_CMD, LOG_CMD_EFFECTS,
-    PASSTHRU_CMD64_SIZE, PASSTHRU_CMD_SIZE, RESULT64_OFFSET, RESULT_OFFSET, URING_CMD_ADMIN,
-    URING_CMD_IO, URING_CMD_SIZE,
+    cmd_allowed, cmd_permission, Caller, IoEffects, PassthruError, Permission, UserCmd,
+    EFFECTS_CSUPP, EFFECTS_LBCC, IOCTL_ADMIN64_CMD, IOCTL_ADMIN_CMD, IOCTL_ID, IOCTL_IO64_CMD,
+    IOCTL_IO_CMD, LOG_CMD_EFFECTS, PASSTHRU_CMD64_SIZE, PASSTHRU_CMD_SIZE, RESULT64_OFFSET,
+    RESULT_OFFSET, URING_CMD_ADMIN, URING_CMD_IO, URING_CMD_SIZE,
 };
 pub use premap_list::{
     premap_list_entries, premap_list_pages, premap_list_slot, premap_prps, PremapPrps,

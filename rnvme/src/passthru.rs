@@ -247,8 +247,67 @@ pub struct Caller {
     pub open_for_write: bool,
 }
 
+/// What `nvme_cmd_allowed()` of Linux 6.12 decides about a command before it looks at the
+/// caller's capabilities.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Permission {
+    /// Allowed to anyone who could open the file.
+    Allowed,
+    /// Allowed only with `CAP_SYS_ADMIN` (the C function's `goto admin`): the one case in
+    /// which the kernel asks `capable()`, which also records the capability's use (and may
+    /// write an audit record when it is missing), so callers ask it only here.
+    NeedsSysAdmin,
+    /// Refused to everyone (Set Features the driver manages).
+    Denied,
+}
+
+/// The [`Permission`] of `cmd` on the admin queue (`io` is `None`) or on a namespace with the
+/// given I/O effects, for a file opened for writing or not (`nvme_cmd_allowed()` of Linux
+/// 6.12 up to its `capable(CAP_SYS_ADMIN)`).
+///
+/// # Examples
+///
+/// ```
+/// use nvme::{cmd_permission, IoEffects, Permission, SubmissionEntry};
+/// let fx = IoEffects::from_log(None);
+/// // Without a Commands Supported and Effects log, I/O commands need CAP_SYS_ADMIN.
+/// assert_eq!(cmd_permission(&SubmissionEntry::new(0x02, 1), Some(&fx), true), Permission::NeedsSysAdmin);
+/// let mut id = SubmissionEntry::new(0x06, 0);
+/// id.set_cdw(10, 1);
+/// assert_eq!(cmd_permission(&id, None, false), Permission::Allowed);
+/// let mut sf = SubmissionEntry::new(0x09, 0);
+/// sf.set_cdw(10, 0x07);                                   // Number of Queues
+/// assert_eq!(cmd_permission(&sf, None, true), Permission::Denied);
+/// ```
+#[inline]
+pub fn cmd_permission(
+    cmd: &SubmissionEntry,
+    io: Option<&IoEffects<'_>>,
+    open_for_write: bool,
+) -> Permission {
+    let op = cmd.opcode();
+    if op >= VENDOR_START || op == FABRICS {
+        return Permission::NeedsSysAdmin;
+    }
+    let Some(fx) = io else {
+        return admin_permission(cmd);
+    };
+    let effects = fx.get(op);
+    if effects & EFFECTS_CSUPP == 0 {
+        return Permission::NeedsSysAdmin;
+    }
+    if effects & !(EFFECTS_CSUPP | EFFECTS_LBCC | EFFECTS_UUID_SEL | EFFECTS_SCOPE_MASK) != 0 {
+        return Permission::NeedsSysAdmin;
+    }
+    if (op & 1 != 0 || effects & EFFECTS_LBCC != 0) && !open_for_write {
+        return Permission::NeedsSysAdmin;
+    }
+    Permission::Allowed
+}
+
 /// Whether `caller` may send `cmd`: on the admin queue (`io` is `None`) or on a namespace
-/// with the given I/O effects, following `nvme_cmd_allowed()` of Linux 6.12.
+/// with the given I/O effects, following `nvme_cmd_allowed()` of Linux 6.12 ([`cmd_permission`]
+/// with the capability already known).
 ///
 /// # Examples
 ///
@@ -266,48 +325,35 @@ pub struct Caller {
 /// ```
 #[inline]
 pub fn cmd_allowed(cmd: &SubmissionEntry, io: Option<&IoEffects<'_>>, caller: Caller) -> bool {
-    let op = cmd.opcode();
-    if op >= VENDOR_START || op == FABRICS {
-        return caller.sys_admin;
+    match cmd_permission(cmd, io, caller.open_for_write) {
+        Permission::Allowed => true,
+        Permission::NeedsSysAdmin => caller.sys_admin,
+        Permission::Denied => false,
     }
-    let Some(fx) = io else {
-        return admin_allowed(cmd, caller);
-    };
-    let effects = fx.get(op);
-    if effects & EFFECTS_CSUPP == 0 {
-        return caller.sys_admin;
-    }
-    if effects & !(EFFECTS_CSUPP | EFFECTS_LBCC | EFFECTS_UUID_SEL | EFFECTS_SCOPE_MASK) != 0 {
-        return caller.sys_admin;
-    }
-    if (op & 1 != 0 || effects & EFFECTS_LBCC != 0) && !caller.open_for_write {
-        return caller.sys_admin;
-    }
-    true
 }
 
 /// `nvme_admin_cmd_allowed()`: a few Identify CNS values for anyone, a few Set Features never
 /// (the driver manages them), everything else with `CAP_SYS_ADMIN`.
-fn admin_allowed(cmd: &SubmissionEntry, caller: Caller) -> bool {
+fn admin_permission(cmd: &SubmissionEntry) -> Permission {
     let cdw10 = cmd.cdw(10).unwrap_or(0);
     match cmd.opcode() {
         // Identify: Namespace, I/O command set specific namespace/controller, Controller,
         // command set independent namespace.
         0x06 => {
             if matches!(cdw10 & 0xff, 0x00 | 0x05 | 0x08 | 0x06 | 0x01) {
-                return true;
+                return Permission::Allowed;
             }
         }
         // Set Features: Keep Alive (not fabrics), Host Behavior, Host Memory Buffer,
         // Number of Queues, Autonomous Power State Transition.
         0x09 => {
             if matches!(cdw10 & 0xff, 0x0f | 0x16 | 0x0d | 0x07 | 0x0c) {
-                return false;
+                return Permission::Denied;
             }
         }
         _ => {}
     }
-    caller.sys_admin
+    Permission::NeedsSysAdmin
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! C header: [`include/uapi/linux/nvme_ioctl.h`](srctree/include/uapi/linux/nvme_ioctl.h)
 //!
 //! Every user value is untrusted: the command is copied once from user space and decoded by
-//! `nvme::UserCmd`, permissions follow `nvme::cmd_allowed` (the C driver's
+//! `nvme::UserCmd`, permissions follow `nvme::cmd_permission` (the C driver's
 //! `nvme_cmd_allowed()`), and data buffers are reached only through the block layer's user
 //! mapping (I/O) or checked copies (admin). Open files keep the devices' state; once the
 //! controller is removed every call fails with `ENODEV`.
@@ -29,9 +29,10 @@ use kernel_glue::{
     user_rq::DiskRef,
 };
 use nvme::{
-    cmd_allowed, Caller, IoEffects, SubmissionEntry, UserCmd, IOCTL_ADMIN64_CMD, IOCTL_ADMIN_CMD,
-    IOCTL_ID, IOCTL_IO64_CMD, IOCTL_IO_CMD, PASSTHRU_CMD64_SIZE, PASSTHRU_CMD_SIZE,
-    RESULT64_OFFSET, RESULT_OFFSET, URING_CMD_ADMIN, URING_CMD_IO, URING_CMD_SIZE,
+    cmd_permission, IoEffects, Permission, SubmissionEntry, UserCmd, IOCTL_ADMIN64_CMD,
+    IOCTL_ADMIN_CMD, IOCTL_ID, IOCTL_IO64_CMD, IOCTL_IO_CMD, PASSTHRU_CMD64_SIZE,
+    PASSTHRU_CMD_SIZE, RESULT64_OFFSET, RESULT_OFFSET, URING_CMD_ADMIN, URING_CMD_IO,
+    URING_CMD_SIZE,
 };
 
 use crate::io::{IoData, IoOps};
@@ -235,18 +236,19 @@ impl DevFile {
             Target::Admin => None,
         };
         let entry = cmd.to_entry(check_nsid).map_err(|_| EINVAL)?;
-        let caller = Caller {
-            sys_admin: capable_sys_admin(),
-            open_for_write: write,
-        };
         let fx = IoEffects::from_log(inner.effects_log.as_deref());
         let fx = match target {
             Target::Admin => None,
             Target::Io(_) => Some(&fx),
         };
-        // `capable()` is only asked when the rules need it in C; asking it first is
-        // equivalent (it only records the capability's use).
-        if !cmd_allowed(&entry, fx, caller) {
+        // `capable()` only where `nvme_cmd_allowed()` asks it: it marks the task as having
+        // used the capability and, when the capability is missing, may write an audit record.
+        let allowed = match cmd_permission(&entry, fx, write) {
+            Permission::Allowed => true,
+            Permission::NeedsSysAdmin => capable_sys_admin(),
+            Permission::Denied => false,
+        };
+        if !allowed {
             return Err(EACCES);
         }
         Ok(entry)
