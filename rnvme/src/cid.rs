@@ -21,6 +21,30 @@ const TAG_MASK: u16 = (1 << CID_TAG_BITS) - 1;
 /// In-flight flag in a table entry; the low 4 bits are the generation.
 pub(crate) const IN_FLIGHT: u8 = 0x80;
 
+/// `Ok(depth)` if a table of `N` entries can serve tags `0..depth` (`1 <= depth <= min(N,
+/// MAX_TAGS)`), for [`CidTable::new`] and [`crate::SharedCidTable::new`].
+pub(crate) const fn check_depth<const N: usize>(depth: usize) -> Result<usize, CidError> {
+    if depth == 0 || depth > N || depth > MAX_TAGS {
+        return Err(CidError::Depth { depth });
+    }
+    Ok(depth)
+}
+
+/// Whether `cid` completes the command whose table entry is `e` (in-flight flag and
+/// generation); returns its tag.
+#[inline]
+pub(crate) fn judge(cid: u16, e: u8) -> Result<u16, CidError> {
+    let (tag, got) = split_cid(cid);
+    if e & IN_FLIGHT == 0 {
+        return Err(CidError::NotInFlight { tag });
+    }
+    let expected = e & 0xf;
+    if got != expected {
+        return Err(CidError::StaleGeneration { tag, got, expected });
+    }
+    Ok(tag)
+}
+
 /// Why a tag could not be started or a completion's command id was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -134,9 +158,7 @@ impl<const N: usize> CidTable<N> {
     ///
     /// [`CidError::Depth`] unless `1 <= depth <= min(N, 4096)`.
     pub fn new(depth: usize) -> Result<Self, CidError> {
-        if depth == 0 || depth > N || depth > MAX_TAGS {
-            return Err(CidError::Depth { depth });
-        }
+        let depth = check_depth::<N>(depth)?;
         // INVARIANT: depth checked; nothing in flight.
         Ok(Self {
             entries: [0; N],
@@ -202,21 +224,14 @@ impl<const N: usize> CidTable<N> {
     ///
     /// As [`CidTable::complete`].
     pub fn check(&self, cid: u16) -> Result<u16, CidError> {
-        let (tag, got) = split_cid(cid);
+        let (tag, _) = split_cid(cid);
         let depth = self.depth;
         let e = *self
             .entries
             .get(usize::from(tag))
             .filter(|_| usize::from(tag) < depth)
             .ok_or(CidError::TagOutOfRange { tag, depth })?;
-        if e & IN_FLIGHT == 0 {
-            return Err(CidError::NotInFlight { tag });
-        }
-        let expected = e & 0xf;
-        if got != expected {
-            return Err(CidError::StaleGeneration { tag, got, expected });
-        }
-        Ok(tag)
+        judge(cid, e)
     }
 
     /// Marks `tag` idle without a completion (the request was failed by a timeout or a reset,

@@ -13,8 +13,8 @@
 
 use core::sync::atomic::{AtomicU8, Ordering};
 
-use crate::cid::{make_cid, split_cid, IN_FLIGHT};
-use crate::{CidError, MAX_TAGS};
+use crate::cid::{check_depth, judge, make_cid, split_cid, IN_FLIGHT};
+use crate::CidError;
 
 /// Which tags of one queue have a command in flight, and in which generation, updated with
 /// atomic operations through `&self`.
@@ -56,9 +56,7 @@ impl<const N: usize> SharedCidTable<N> {
     ///
     /// [`CidError::Depth`] unless `1 <= depth <= min(N, 4096)`.
     pub fn new(depth: usize) -> Result<Self, CidError> {
-        if depth == 0 || depth > N || depth > MAX_TAGS {
-            return Err(CidError::Depth { depth });
-        }
+        let depth = check_depth::<N>(depth)?;
         // INVARIANT: depth checked; nothing in flight.
         Ok(Self {
             entries: [const { AtomicU8::new(0) }; N],
@@ -118,21 +116,7 @@ impl<const N: usize> SharedCidTable<N> {
     #[inline]
     pub fn check(&self, cid: u16) -> Result<u16, CidError> {
         let (tag, _) = split_cid(cid);
-        Self::judge(cid, self.slot(tag)?.load(Ordering::Acquire))
-    }
-
-    /// Whether `cid` completes the command whose table byte is `e`.
-    #[inline]
-    fn judge(cid: u16, e: u8) -> Result<u16, CidError> {
-        let (tag, got) = split_cid(cid);
-        if e & IN_FLIGHT == 0 {
-            return Err(CidError::NotInFlight { tag });
-        }
-        let expected = e & 0xf;
-        if got != expected {
-            return Err(CidError::StaleGeneration { tag, got, expected });
-        }
-        Ok(tag)
+        judge(cid, self.slot(tag)?.load(Ordering::Acquire))
     }
 
     /// Resolves a completion's command id to the tag it completes and marks the tag idle, in
@@ -150,7 +134,7 @@ impl<const N: usize> SharedCidTable<N> {
         let e = self.slot(tag)?;
         let mut cur = e.load(Ordering::Acquire);
         loop {
-            Self::judge(cid, cur)?;
+            judge(cid, cur)?;
             match e.compare_exchange_weak(cur, cur & 0xf, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => return Ok(tag),
                 Err(now) => cur = now,
