@@ -171,12 +171,13 @@ driver_initramfs_args() {
         die "passthru-probe.c did not build (needs a static libc: libc6-dev)"
     DRIVER_ARGS+=(--add "$probe:/usr/bin/passthru-probe" --test "$gt/50-rnvme-passthru.sh")
     # Premapped DMA tags for registered buffers (issue 8): fio with fixedbufs=0/1 and the
-    # debugfs counters that say which path each I/O took.
+    # debugfs counters that say which path each I/O took; premap-reuse (one buffer registered
+    # again and again, several open files).
     DRIVER_ARGS+=(--test "$gt/52-rnvme-premap.sh")
     # Registered-buffer stress (issue 8) and char-device fuzzing (issue 10): static helpers on
     # raw io_uring system calls (raw-uring.h) and their tests.
     local h
-    for h in premap-stress chardev-fuzz; do
+    for h in premap-reuse premap-stress chardev-fuzz; do
         cc -static -O2 -Wall -Werror -o "$RNVME_WORK/$h" "$gt/$h.c" ||
             die "$h.c did not build (needs a static libc: libc6-dev)"
         DRIVER_ARGS+=(--add "$RNVME_WORK/$h:/usr/bin/$h")

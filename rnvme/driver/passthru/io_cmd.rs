@@ -261,6 +261,7 @@ fn build(
                 // buffer: dword-aligned data within the queue's transfer limit.
                 if cmd.addr & 3 == 0 && cmd.data_len <= ns.disk.max_hw_bytes() {
                     tag = file.tags.tag_for(
+                        files,
                         u,
                         cmd.addr,
                         cmd.data_len,

@@ -16,7 +16,9 @@
 //! (`kernel_glue::premap::PremappedBuffer::covers`); a mismatch (buffer unregistered and another
 //! registered at the same place) drops the stale tag and makes a new one, unless a cached tag of
 //! another registration of the same range holds the I/O's pages: that one is taken over (a
-//! buffer registered again is not mapped again). The counters
+//! buffer registered again is not mapped again), whether it is in this file's cache or in
+//! another open file's of the controller (then shared). A file's cache holds at most one tag per
+//! user address range, so no page is mapped by one tag per registration made of it. The counters
 //! (`/sys/kernel/debug/rnvme/rnvme<C>/premap`) say which path each passthrough data I/O took.
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -101,10 +103,13 @@ pub(crate) enum Counter {
     /// Cached tags dropped because a plain I/O covered some of their pages but not in a way the
     /// tag could carry (e.g. an I/O across the end of a registered buffer).
     TagsDroppedOverlap,
+    /// Tags cached by another open file of the controller that a registered buffer's I/O used
+    /// (and this file cached) instead of mapping the same pages again.
+    TagsShared,
 }
 
 /// The counter names, one per [`Counter`].
-const NAMES: [&CStr; 19] = [
+const NAMES: [&CStr; 20] = [
     c_str!("io_premapped"),
     c_str!("io_mapped"),
     c_str!("tags_created"),
@@ -124,6 +129,7 @@ const NAMES: [&CStr; 19] = [
     c_str!("io_plain_on_tag"),
     c_str!("tags_taken_over"),
     c_str!("tags_dropped_overlap"),
+    c_str!("tags_shared"),
 ];
 
 /// The premap counters of one controller (debugfs `rnvme/rnvme<C>/premap`).
@@ -280,6 +286,14 @@ impl Drop for Tag {
 const HINTS: usize = 64;
 
 /// Slots of a file's cache.
+///
+/// # Invariants
+///
+/// At most one slot holds a tag of a given user address range (`same_range`): a tag made or
+/// shared for a registration replaces the cached one of the same range, whose pages were not the
+/// I/O's. Otherwise every registration of the same memory that found more than one candidate
+/// could add a tag, and a page would be mapped once per tag (`kernel/dma/debug.c` warns past
+/// eight mappings of a cacheline, "exceeded 7 overlapping mappings").
 struct Cache {
     slots: KVec<Option<Arc<Tag>>>,
     /// Where the last lookup of a registration found its tag: 1 + slot index, by
@@ -454,15 +468,11 @@ impl FileTags {
         Some(t)
     }
 
-    /// Cached tags (at most four) of other registrations of the same range as `b`.
-    fn same_range_tags(&self, b: &kernel_glue::premap::FixedBuf) -> [Option<Arc<Tag>>; 4] {
-        let mut out: [Option<Arc<Tag>>; 4] = [None, None, None, None];
+    /// The cached tag of the same user address range as `b` (at most one, [`Cache`]'s
+    /// invariant), whichever registration it was made from.
+    fn same_range_tag(&self, b: &kernel_glue::premap::FixedBuf) -> Option<Arc<Tag>> {
         let c = self.cache.lock();
-        let found = c.slots.iter().flatten().filter(|t| same_range(t, b));
-        for (slot, t) in out.iter_mut().zip(found) {
-            *slot = Some(t.clone());
-        }
-        out
+        c.slots.iter().flatten().find(|t| same_range(t, b)).cloned()
     }
 
     /// Looks through the cache for the `len` bytes at user address `addr` of a plain I/O whose
@@ -529,56 +539,75 @@ impl FileTags {
         self.take_one(|x| Arc::ptr_eq(x, t))
     }
 
-    /// Inserts `t`, evicting least recently used tags while the bounds are exceeded; `false`
-    /// (not inserted) when the cache is closed or `t` alone exceeds the byte bound.
+    /// Inserts `t` in place of the cached tag of the same range, if any (dropped as stale: the
+    /// caller found its pages are not the I/O's), evicting least recently used tags while the
+    /// bounds are exceeded; `false` (not inserted) when the cache is closed or `t` alone exceeds
+    /// the byte bound.
     fn insert(&self, t: &Arc<Tag>, stats: &Stats) -> bool {
         let max_bytes = u64::from(MAX_MB.load(Ordering::Relaxed)) << 20;
         let bytes = t.buf.mapped_bytes();
         if bytes > max_bytes {
             return false;
         }
+        let k = t.buf.buf();
         loop {
-            let victim = {
+            let (victim, counter) = {
                 let mut c = self.cache.lock();
                 if c.closed {
                     return false;
                 }
+                // The cached tag of the same range goes first (the invariant is checked and
+                // kept under the same lock as the insertion).
+                let same = c.slots.iter().position(|s| {
+                    s.as_ref().is_some_and(|x| {
+                        let o = x.buf.buf();
+                        o.ubuf == k.ubuf && o.len == k.len
+                    })
+                });
                 let free = c.slots.iter().position(|s| s.is_none());
-                match free {
-                    Some(i) if c.bytes + bytes <= max_bytes => {
-                        c.clock += 1;
-                        t.last_use.store(c.clock, Ordering::Relaxed);
-                        c.bytes += bytes;
-                        if let Some(s) = c.slots.get_mut(i) {
-                            *s = Some(t.clone());
+                if let Some(v) = same.and_then(|i| c.slots.get_mut(i)).and_then(Option::take) {
+                    c.bytes = c.bytes.saturating_sub(v.buf.mapped_bytes());
+                    (v, Counter::TagsStale)
+                } else {
+                    match free {
+                        Some(i) if c.bytes + bytes <= max_bytes => {
+                            c.clock += 1;
+                            t.last_use.store(c.clock, Ordering::Relaxed);
+                            c.bytes += bytes;
+                            if let Some(s) = c.slots.get_mut(i) {
+                                *s = Some(t.clone());
+                            }
+                            return true;
                         }
-                        return true;
-                    }
-                    _ => {
-                        // Evict the least recently used tag.
-                        let lru = c.slots.iter_mut().filter(|s| s.is_some()).min_by_key(|s| {
-                            s.as_ref()
-                                .map_or(u64::MAX, |t| t.last_use.load(Ordering::Relaxed))
-                        });
-                        let Some(v) = lru.and_then(Option::take) else {
-                            return false;
-                        };
-                        c.bytes = c.bytes.saturating_sub(v.buf.mapped_bytes());
-                        v
+                        _ => {
+                            // Evict the least recently used tag.
+                            let lru = c.slots.iter_mut().filter(|s| s.is_some()).min_by_key(|s| {
+                                s.as_ref()
+                                    .map_or(u64::MAX, |t| t.last_use.load(Ordering::Relaxed))
+                            });
+                            let Some(v) = lru.and_then(Option::take) else {
+                                return false;
+                            };
+                            c.bytes = c.bytes.saturating_sub(v.buf.mapped_bytes());
+                            (v, Counter::TagsEvicted)
+                        }
                     }
                 }
             };
-            stats.add(Counter::TagsEvicted, 1);
+            stats.add(counter, 1);
             // Dropped outside the lock; in-flight requests keep their own references.
             drop(victim);
         }
     }
 
     /// The tag for an I/O of `len` bytes at user address `addr` of the registered buffer `u`
-    /// names, found or made; `None` when the I/O must take the per-I/O path (premap off, the
-    /// buffer over the bounds, or any error making the tag).
+    /// names, found (in this file's cache, else in another open file's of `files`) or made;
+    /// `None` when the I/O must take the per-I/O path (premap off, the buffer over the bounds,
+    /// or any error making the tag).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn tag_for(
         &self,
+        files: &Registry,
         u: &UringCmd<'_>,
         addr: u64,
         len: u32,
@@ -607,12 +636,20 @@ impl FileTags {
         // Another registration of the same range (the buffer unregistered and registered
         // again, or registered in another ring) whose tag maps the very pages this I/O covers:
         // taken over, so the same pages are never mapped twice.
-        for t in self.same_range_tags(&b).into_iter().flatten() {
+        if let Some(t) = self.same_range_tag(&b) {
             if matches!(t.buf.covers(u, addr, len, write), Ok(true)) {
                 t.key.store(b.id, Ordering::Relaxed);
                 stats.add(Counter::TagsTakenOver, 1);
                 return Some(t);
             }
+        }
+        // The same pages used through another open file of the controller (the device opened
+        // twice, or by another process with the same memory registered): its tag, shared.
+        if let Some(t) = files.tag_covering(self, u, &b, addr, len, write) {
+            t.key.store(b.id, Ordering::Relaxed);
+            stats.add(Counter::TagsShared, 1);
+            self.insert(&t, stats);
+            return Some(t);
         }
         let t = Tag::new(u, &io.dev, &io.pool, stats).ok()?;
         // The new tag was made from this very registration; check it like any other.
@@ -687,21 +724,48 @@ impl Registry {
         if let Some(t) = own.and_then(|f| f.holding_dropping(addr, len, &for_each, stats)) {
             return Some(t);
         }
-        // One file at a time, never two of these locks at once. A file opened or closed
-        // meanwhile may be missed; the I/O is then mapped per I/O, which is always correct.
+        self.find_in_others(own, |f| f.holding_dropping(addr, len, &for_each, stats))
+    }
+
+    /// A tag cached by an open file other than `own` for the user address range of registration
+    /// `b` that maps the pages the I/O of `len` bytes at `addr` covers (checked like a tag of
+    /// `own`'s, `PremappedBuffer::covers`).
+    fn tag_covering(
+        &self,
+        own: &FileTags,
+        u: &UringCmd<'_>,
+        b: &kernel_glue::premap::FixedBuf,
+        addr: u64,
+        len: u32,
+        write: bool,
+    ) -> Option<Arc<Tag>> {
+        self.find_in_others(Some(own), |f| {
+            f.same_range_tag(b)
+                .filter(|t| matches!(t.buf.covers(u, addr, len, write), Ok(true)))
+        })
+    }
+
+    /// The first `Some` that `f` returns for an open file other than `own`, one file at a time
+    /// (never two file locks at once, no file lock under the registry's). A file opened or
+    /// closed meanwhile may be missed; callers then map per I/O, which is always correct.
+    fn find_in_others<T>(
+        &self,
+        own: Option<&FileTags>,
+        mut f: impl FnMut(&FileTags) -> Option<T>,
+    ) -> Option<T> {
         for i in 0.. {
-            let f = {
+            let file = {
                 let files = self.files.lock();
                 match files.get(i) {
-                    Some(Some(f)) => f.clone(),
+                    Some(Some(x)) => x.clone(),
                     Some(None) => continue,
                     None => return None,
                 }
             };
-            if own.is_some_and(|o| core::ptr::eq(o, &*f)) {
+            if own.is_some_and(|o| core::ptr::eq(o, &*file)) {
                 continue;
             }
-            if let Some(t) = f.holding_dropping(addr, len, &for_each, stats) {
+            if let Some(t) = f(&file) {
                 return Some(t);
             }
         }

@@ -9,7 +9,8 @@
 # when fio closes the device; the submit-path time counters must have timed every I/O once, on
 # the path it took. Prints
 #   rnvme-premap: fixedbufs=1 <a> premapped <b> mapped; fixedbufs=0 <c> premapped <d> mapped
-# Then IOPOLL: rnvme loaded with poll_queues=1, fio io_uring_cmd hipri=1 (an IOPOLL ring) with
+# Then premap-reuse (premap-reuse.c): one buffer registered again and again and used through nine
+# open files keeps one tag. Then IOPOLL: rnvme loaded with poll_queues=1, fio io_uring_cmd hipri=1 (an IOPOLL ring) with
 # fixedbufs=1 and 0 must verify, every request on a poll queue (counter io_polled), none timed out.
 # Needs --topology proof (controller rnvme-b); the C driver's /dev/ng* runs the same fio jobs in
 # 50-rnvme-passthru.sh.
@@ -102,6 +103,19 @@ run_fio "premap-fio-bsrange" --filename="$rns" --ioengine=io_uring_cmd --cmd_typ
 [ "$(counter tags_live)" = 0 ] && pass "premap-none-live-at-end" ||
     fail "premap-none-live-at-end ($(counter tags_live) live)"
 cat "$stats" | sed 's/^/  /'
+
+# One buffer registered again and again (new pages, same pages, an update) and used through nine
+# open files: its pages are mapped by one tag at a time (premap-reuse.c, exact counter changes).
+if command -v premap-reuse >/dev/null; then
+    premap-reuse "$rns" "$(cat "/sys/block/$rd/queue/logical_block_size")" "$stats" \
+        $((off + 16)) > /tmp/premap-reuse.out 2>&1
+    rc=$?
+    sed 's/^/  /' /tmp/premap-reuse.out
+    [ "$rc" = 0 ] && grep -q '^premap-reuse: 0 errors$' /tmp/premap-reuse.out &&
+        pass "premap-reuse (one tag per buffer's pages)" || fail "premap-reuse (exit $rc)"
+else
+    fail "premap-reuse (helper not in the initramfs)"
+fi
 
 # ---- IOPOLL (uring_cmd_iopoll) on a poll queue -------------------------------------------------
 if [ "$(cat /sys/module/rnvme/parameters/poll_queues)" = 0 ]; then
