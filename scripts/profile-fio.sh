@@ -9,7 +9,10 @@
 # completion latency (fio-profile-lat) and, with rnvme_prof_ips=1, the driver module's hottest
 # instruction addresses (fio-profile-ip, offsets into .text for objdump -d of the .ko).
 #
-#   scripts/profile-fio.sh [--ko FILE] [--secs N]
+#   scripts/profile-fio.sh [--ko FILE] [--secs N] [--timeline]
+#   --timeline: QEMU also traces command fetches and backend completions, with timestamps, and
+#       benches/qemu_timeline.py prints each run's per-I/O intervals (fio-profile-timeline; QD1
+#       workloads only: doorbell -> fetch -> backend done -> MSI-X -> CQ doorbell -> next).
 #   RNVME_PROF_APPEND='rnvme_prof_rnvme_params=shadow_doorbells=0 rnvme_prof_callgraph=1' \
 #       scripts/profile-fio.sh      # guest knobs (tests/qemu/guest-tests/62-fio-profile.sh)
 #   RNVME_PROF_ADDS='SRC:DEST ...'  # extra initramfs files, e.g. another build of the C nvme.ko
@@ -19,12 +22,13 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ko="" secs=4 rc=0
+ko="" secs=4 rc=0 timeline=0
 while (($#)); do
     case "$1" in
         --ko) ko="$2"; shift 2 ;;
         --secs) secs="$2"; shift 2 ;;
-        -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+        --timeline) timeline=1; shift ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         *) die "unknown argument '$1'" ;;
     esac
 done
@@ -48,11 +52,12 @@ logf="$RNVME_WORK/logs/fio-profile-$stamp.log"
 tracef="$RNVME_WORK/logs/fio-profile-trace-$stamp.log"
 img=$("$q/mkinitramfs.sh" -k normal --no-default-tests "${adds[@]}" \
     --test "$q/guest-tests/62-fio-profile.sh" -o "$RNVME_WORK/initramfs/fio-profile.cpio")
+traces=(-trace "pci_nvme_mmio_doorbell_*" -trace pci_nvme_irq_msix -trace pci_nvme_mmio_read)
+((timeline)) && traces+=(-trace pci_nvme_io_cmd -trace pci_nvme_rw_cb -msg timestamp=on)
 log "host load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$q/run-guest.sh" -k normal -i "$img" --topology proof -t 3600 -l "$logf" \
     --append "rnvme_prof_secs=$secs rnvme_test_timeout=3000 ${RNVME_PROF_APPEND:-}" -- \
-    -trace "pci_nvme_mmio_doorbell_*" -trace pci_nvme_irq_msix -trace pci_nvme_mmio_read \
-    -D "$tracef" || rc=$?
+    "${traces[@]}" -D "$tracef" || rc=$?
 log "host load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 # Segments of the trace between INTMS reads (addr 0xc): segment k (1-based) is marker k's run.
 awk '
@@ -69,6 +74,13 @@ tr -d '\r' < "$logf" | grep -aE '^fio-profile ' | while read -r _ wl dev ios irq
     awk -v wl="$wl" -v d="${dev#dev=}" -v n="$n" -v sq="${sq:-0}" -v cq="${cq:-0}" -v mi="${mirq:-0}" -v g="${ipi#irqs_per_io=}" \
         'BEGIN { printf "fio-profile-counts %s %s: ios %d, per I/O: sq doorbells %.3f, cq doorbells %.3f, msi-x %.3f (guest irqs %s)\n", wl, d, n, sq / n, cq / n, mi / n, g }'
 done
+if ((timeline)); then
+    python3 "$RNVME_REPO/benches/qemu_timeline.py" "$tracef" > "$tracef.timeline"
+    tr -d '\r' < "$logf" | grep -aE '^fio-profile ' | while read -r _ wl dev _ _ _ marker; do
+        sed -n "s/^timeline ${marker} /fio-profile-timeline $wl ${dev#dev=}: /p" "$tracef.timeline"
+    done
+    rm -f "$tracef.timeline"
+fi
 tr -d '\r' < "$logf" | grep -aE '^fio-profile-(sym|batch|cpu|queue|dispatched|lat|ip) '
 rm -f "$tracef"
 log "guest log: $logf"
