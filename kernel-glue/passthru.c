@@ -8,6 +8,7 @@
 #include <linux/capability.h>
 #include <linux/fs.h>
 #include <linux/io_uring/cmd.h>
+#include <linux/io_uring_types.h>
 #include <linux/jiffies.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
@@ -36,12 +37,23 @@ struct rnvme_chardev_file {
 			 unsigned int issue_flags, unsigned int facts);
 };
 
-/* Lives in io_uring_cmd's pdu while the command is in flight. */
+/* Lives in io_uring_cmd's pdu (32 bytes) while the command is in flight. */
 struct rnvme_uring_pdu {
-	struct bio *bio;
+	/* The request while it is allocated (IOPOLL polls it); NULL once freed. */
 	struct request *rq;
-	void (*status)(struct request *rq, u8 blk_status, int *value, u64 *result);
-	u8 blk_status;
+	/* The user mapping to undo in the submitter's task, or NULL. */
+	struct bio *bio;
+	union {
+		/* Until the request is freed (rnvme_glue_uring_execute()). */
+		bool (*status)(struct request *rq, u8 blk_status, int *value, u64 *result,
+			       bool at_end);
+		int value;			/* the CQE's value, once freed at its end */
+	};
+	union {
+		bool early;	/* until the request ends: may it be freed there */
+		u8 blk_status;	/* the end's status, when the task frees the request */
+		u64 result;	/* the CQE's result, once freed at its end */
+	};
 };
 
 static struct rnvme_uring_pdu *rnvme_uring_pdu(struct io_uring_cmd *ioucmd)
@@ -260,23 +272,30 @@ void rnvme_glue_uring_cmd_done(void *ioucmd, int value, u64 result, unsigned int
 }
 
 /*
- * In the submitter's task: the value and result from the driver (which may also drop what the
- * request held, e.g. a premapped buffer's last reference, where sleeping-safe freeing is fine),
- * then unmap, free the request and post the CQE.
+ * In the submitter's task: the value and result, from the end (request already freed) or from
+ * the driver now (which may also drop what the request held, e.g. a premapped buffer's last
+ * reference, where sleeping-safe freeing is fine); then unmap, free the request if it is still
+ * allocated, and post the CQE.
  */
 static void rnvme_uring_task_done(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
 	struct rnvme_uring_pdu *pdu = rnvme_uring_pdu(ioucmd);
+	struct request *rq = pdu->rq;
 	int value = 0;
 	u64 result = 0;
 
-	struct request *rq = pdu->rq;
-
-	pdu->status(rq, pdu->blk_status, &value, &result);
+	if (rq) {
+		pdu->status(rq, pdu->blk_status, &value, &result, false);
+	} else {
+		value = pdu->value;
+		result = pdu->result;
+	}
 	if (pdu->bio)
 		blk_rq_unmap_user(pdu->bio);
-	WRITE_ONCE(pdu->rq, NULL);
-	blk_mq_free_request(rq);
+	if (rq) {
+		WRITE_ONCE(pdu->rq, NULL);
+		blk_mq_free_request(rq);
+	}
 	io_uring_cmd_done(ioucmd, value, result, issue_flags);
 }
 
@@ -284,19 +303,32 @@ static enum rq_end_io_ret rnvme_uring_end_io(struct request *rq, blk_status_t er
 {
 	struct io_uring_cmd *ioucmd = rq->end_io_data;
 	struct rnvme_uring_pdu *pdu = rnvme_uring_pdu(ioucmd);
+	enum rq_end_io_ret ret = RQ_END_IO_NONE;
+	int value;
+	u64 result;
 
-	pdu->blk_status = (u8)err;
 	/*
-	 * Post from the submitter's task (the right ring even when several poll one queue); the
-	 * request stays allocated until then (freed in rnvme_uring_task_done()).
+	 * Post from the submitter's task (the right ring even when several poll one queue). The
+	 * request is freed here when the driver can give the CQE's value now (freed in the
+	 * completion batch, without blk_mq_free_request()'s per-request queue restart check), else
+	 * it stays allocated until rnvme_uring_task_done().
 	 */
+	if (pdu->early && pdu->status(rq, (u8)err, &value, &result, true)) {
+		WRITE_ONCE(pdu->rq, NULL);
+		pdu->value = value;
+		pdu->result = result;
+		ret = RQ_END_IO_FREE;
+	} else {
+		pdu->blk_status = (u8)err;
+	}
 	io_uring_cmd_do_in_task_lazy(ioucmd, rnvme_uring_task_done);
-	return RQ_END_IO_NONE;
+	return ret;
 }
 
 int rnvme_glue_uring_execute(void *p, struct request *rq,
-			     void (*status)(struct request *rq, u8 blk_status, int *value,
-					    u64 *result))
+			     bool (*status)(struct request *rq, u8 blk_status, int *value,
+					    u64 *result, bool at_end),
+			     bool early)
 {
 	struct io_uring_cmd *ioucmd = p;
 	struct rnvme_uring_pdu *pdu = rnvme_uring_pdu(ioucmd);
@@ -304,7 +336,9 @@ int rnvme_glue_uring_execute(void *p, struct request *rq,
 	pdu->bio = rq->bio;
 	WRITE_ONCE(pdu->rq, rq);
 	pdu->status = status;
-	pdu->blk_status = 0;
+	pdu->result = 0;
+	/* Never for an IOPOLL ring's command, whatever the caller says. */
+	pdu->early = early && !(cmd_to_io_kiocb(ioucmd)->ctx->flags & IORING_SETUP_IOPOLL);
 	rq->end_io_data = ioucmd;
 	rq->end_io = rnvme_uring_end_io;
 	blk_execute_rq_nowait(rq, false);

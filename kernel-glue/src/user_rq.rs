@@ -86,8 +86,19 @@ pub trait UserStatus: Operations {
     /// The value (NVMe status, or a negative errno) and result of ended request `rq`, whose
     /// block status is `blk`. Called once per executed request, in process context (the caller
     /// of [`UserRequest::execute`], or the submitter's task for [`UserRequest::execute_uring`])
-    /// before the request is freed: the driver may drop here what the request held.
+    /// before the request is freed: the driver may drop here what the request held. Not
+    /// called when [`UserStatus::user_status_at_end`] answered.
     fn user_status(rq: &Request<Self>, blk: BlkStatus) -> (i32, u64);
+
+    /// As [`UserStatus::user_status`], but where request `rq` of
+    /// [`UserRequest::execute_uring`] (not of an IOPOLL ring) ended: any context, hard-IRQ
+    /// included. `Some` (nothing it holds needs process context to be released) lets the
+    /// request be freed at once, in the completion batch, as `nvme_uring_cmd_end_io()` does;
+    /// `None` leaves it allocated for [`UserStatus::user_status`] in the submitter's task. The
+    /// default is `None`.
+    fn user_status_at_end(_rq: &Request<Self>, _blk: BlkStatus) -> Option<(i32, u64)> {
+        None
+    }
 }
 
 /// An allocated user passthrough request, owned until it is executed; unmapped and freed on
@@ -205,39 +216,60 @@ impl<T: UserStatus> UserRequest<T> {
     }
 
     /// Issues the request for io_uring command `cmd` without waiting: when it ends,
-    /// [`UserStatus::user_status`] gives the CQE's value and result, the data is unmapped in the
-    /// submitter's task and the request freed.
+    /// [`UserStatus::user_status_at_end`] (then the request is freed at once) or else
+    /// [`UserStatus::user_status`] in the submitter's task gives the CQE's value and result;
+    /// the data is unmapped in the submitter's task, and the request freed there if it was not
+    /// at its end. An IOPOLL ring's request is always freed in the task: its `uring_cmd_iopoll`
+    /// polls the request until then.
     pub fn execute_uring(self, cmd: &UringCmd<'_>) -> Issued {
         let this = core::mem::ManuallyDrop::new(self);
         // SAFETY: our unexecuted request, mapped (or without data); `cmd` is live and is
         // completed exactly once, by the C side's task work after the request ends; the
         // callback matches the C prototype.
         unsafe {
-            helpers::rnvme_glue_uring_execute(cmd.raw(), this.rq.as_ptr(), Some(Self::status_cb))
+            helpers::rnvme_glue_uring_execute(
+                cmd.raw(),
+                this.rq.as_ptr(),
+                Some(Self::status_cb),
+                !cmd.iopoll(),
+            )
         };
         Issued(())
     }
 
-    /// The end of a request issued by `execute_uring`: its value and result for the CQE.
+    /// The end of a request issued by `execute_uring`: its value and result for the CQE, from
+    /// [`UserStatus::user_status_at_end`] (`at_end`; `false` when it had none) or
+    /// [`UserStatus::user_status`].
     ///
     /// # Safety
     ///
-    /// `rq` must be such a request, ended and not freed; `value`/`result` valid out pointers.
+    /// `rq` must be such a request, ended and not freed; `value`/`result` valid out pointers;
+    /// without `at_end`, the caller is in process context.
     unsafe extern "C" fn status_cb(
         rq: *mut bindings::request,
         blk: u8,
         value: *mut i32,
         result: *mut u64,
-    ) {
+        at_end: bool,
+    ) -> bool {
         // SAFETY: `rq` is our request, ended but not yet freed (the C side frees it after this
-        // call, in the submitter's task).
+        // call: at once if it returns true with `at_end`, else in the submitter's task).
         let rq = unsafe { Request::<T>::from_raw(rq) };
-        let (v, r) = T::user_status(rq, BlkStatus::from_raw(blk).unwrap_or(BlkStatus::IOERR));
-        // SAFETY: the C side's out pointers into the command's PDU.
+        let blk = BlkStatus::from_raw(blk).unwrap_or(BlkStatus::IOERR);
+        let out = if at_end {
+            T::user_status_at_end(rq, blk)
+        } else {
+            Some(T::user_status(rq, blk))
+        };
+        let Some((v, r)) = out else {
+            return false;
+        };
+        // SAFETY: the C side's out pointers into the command's PDU or its stack.
         unsafe {
             *value = v;
             *result = r;
         }
+        true
     }
 }
 

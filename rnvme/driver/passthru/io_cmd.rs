@@ -209,22 +209,47 @@ impl UserStatus for IoOps {
         // The request is over: the device wrote what it read into the buffer; the request's
         // tag reference goes (possibly the last one: released here, in process context).
         if let Some(tag) = pt.tag.take() {
-            if rq.op() != Op::Other(kernel_glue::user_rq::REQ_OP_DRV_OUT) {
-                tag.buf().sync_for_cpu(
-                    pt.tag_offset.load(Ordering::Relaxed),
-                    pt.tag_len.load(Ordering::Relaxed),
-                );
+            sync_for_cpu(rq, pt, &tag);
+        }
+        end_value(pt, blk)
+    }
+
+    fn user_status_at_end(rq: &Request<Self>, blk: BlkStatus) -> Option<(i32, u64)> {
+        let pt = &rq.shared().pt;
+        if let Some(tag) = pt.tag.take() {
+            // Synced here; if the tag goes back for `user_status`, synced again there, which
+            // only repeats the hand-over where a platform needs one.
+            sync_for_cpu(rq, pt, &tag);
+            // The device is done with the buffer, so the reference may go now, unless it is the
+            // last one: releasing a tag unmaps and frees, which waits for process context.
+            if let Some(last) = tag.into_unique_or_drop() {
+                drop(pt.tag.replace(Some(Arc::from(last))));
+                return None;
             }
         }
-        let status = pt.status.load(Ordering::Relaxed);
-        let result = pt.result.load(Ordering::Relaxed);
-        // The NVMe status if the device gave one, else the block layer's errno
-        // (`nvme_uring_cmd_end_io()`, `nvme_execute_rq()`).
-        if status != 0 {
-            (i32::from(status), result)
-        } else {
-            (blk_status_errno(blk), result)
-        }
+        Some(end_value(pt, blk))
+    }
+}
+
+/// Hands the bytes a read (any command but a write) put into premapped `tag` back to the CPU.
+fn sync_for_cpu(rq: &Request<IoOps>, pt: &RqPassthru, tag: &Tag) {
+    if rq.op() != Op::Other(kernel_glue::user_rq::REQ_OP_DRV_OUT) {
+        tag.buf().sync_for_cpu(
+            pt.tag_offset.load(Ordering::Relaxed),
+            pt.tag_len.load(Ordering::Relaxed),
+        );
+    }
+}
+
+/// The CQE value and result of an ended passthrough command: the NVMe status if the device
+/// gave one, else the block layer's errno (`nvme_uring_cmd_end_io()`, `nvme_execute_rq()`).
+fn end_value(pt: &RqPassthru, blk: BlkStatus) -> (i32, u64) {
+    let status = pt.status.load(Ordering::Relaxed);
+    let result = pt.result.load(Ordering::Relaxed);
+    if status != 0 {
+        (i32::from(status), result)
+    } else {
+        (blk_status_errno(blk), result)
     }
 }
 

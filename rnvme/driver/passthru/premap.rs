@@ -564,6 +564,12 @@ impl FileTags {
                         o.ubuf == k.ubuf && o.len == k.len
                     })
                 });
+                // Already cached (another thread of the process inserted it first).
+                if same
+                    .is_some_and(|i| matches!(c.slots.get(i), Some(Some(x)) if Arc::ptr_eq(x, t)))
+                {
+                    return true;
+                }
                 let free = c.slots.iter().position(|s| s.is_none());
                 if let Some(v) = same.and_then(|i| c.slots.get_mut(i)).and_then(Option::take) {
                     c.bytes = c.bytes.saturating_sub(v.buf.mapped_bytes());
