@@ -48,7 +48,8 @@ pub(crate) struct RqPassthru {
     /// Result dwords 0 and 1 of the completion.
     result: AtomicU64,
     /// The premapped tag holding the data (set just before the request is issued, taken when
-    /// its end is reported): the request's reference, so the tag outlives the I/O.
+    /// it ends: `user_status_at_end`, or `user_status` in the submitter's task when this is
+    /// the tag's last reference): the request's reference, so the tag outlives the I/O.
     tag: ArcSlot<Tag>,
     /// Offset of the data from the start of the tag's buffer.
     tag_offset: AtomicU64,
@@ -345,14 +346,14 @@ pub(super) fn exec(
 }
 
 /// Makes request `rq` of `cmd` send its data on premapped `t` (the request's reference is held
-/// until its end is reported, in `user_status`).
+/// until the request ended: `user_status_at_end` or `user_status` take it).
 fn attach(rq: &UserRequest<IoOps>, t: Arc<Tag>, cmd: &UserCmd) {
     let pt = &rq.request().shared().pt;
     let offset = cmd.addr.wrapping_sub(t.buf().buf().ubuf);
     pt.tag_offset.store(offset, Ordering::Relaxed);
     pt.tag_len.store(cmd.data_len, Ordering::Relaxed);
     t.count(Counter::IoPremapped);
-    // Nothing can fail from here on: the request reaches `user_status`, which takes it.
+    // Nothing can fail from here on: the request reaches its end, where the reference goes.
     drop(pt.tag.replace(Some(t)));
 }
 

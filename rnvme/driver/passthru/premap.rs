@@ -9,8 +9,9 @@
 //!
 //! A [`Tag`] is owned by the open file's [`FileTags`] cache (bounded in number and bytes per
 //! file, least recently used evicted) and by every request that uses it (a reference in the
-//! request's PDU from submission until its end is reported in the submitter's task), so it is
-//! released on close, eviction or controller removal but never under an I/O in flight. The cache
+//! request's PDU from submission until the request ended; a last reference is dropped in the
+//! submitter's task, never in interrupt context), so it is released on close, eviction or
+//! controller removal but never under an I/O in flight. The cache
 //! key (the registration's identity, address and length) only finds a candidate: before an I/O
 //! uses a tag, the pages the I/O covers are compared with the tag's
 //! (`kernel_glue::premap::PremappedBuffer::covers`); a mismatch (buffer unregistered and another
