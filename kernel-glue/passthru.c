@@ -327,8 +327,7 @@ static enum rq_end_io_ret rnvme_uring_end_io(struct request *rq, blk_status_t er
 
 int rnvme_glue_uring_execute(void *p, struct request *rq,
 			     bool (*status)(struct request *rq, u8 blk_status, int *value,
-					    u64 *result, bool at_end),
-			     bool early)
+					    u64 *result, bool at_end))
 {
 	struct io_uring_cmd *ioucmd = p;
 	struct rnvme_uring_pdu *pdu = rnvme_uring_pdu(ioucmd);
@@ -337,8 +336,8 @@ int rnvme_glue_uring_execute(void *p, struct request *rq,
 	WRITE_ONCE(pdu->rq, rq);
 	pdu->status = status;
 	pdu->result = 0;
-	/* Never for an IOPOLL ring's command, whatever the caller says. */
-	pdu->early = early && !(cmd_to_io_kiocb(ioucmd)->ctx->flags & IORING_SETUP_IOPOLL);
+	/* Never for an IOPOLL ring's command: uring_cmd_iopoll reads pdu->rq until the task. */
+	pdu->early = !(cmd_to_io_kiocb(ioucmd)->ctx->flags & IORING_SETUP_IOPOLL);
 	rq->end_io_data = ioucmd;
 	rq->end_io = rnvme_uring_end_io;
 	blk_execute_rq_nowait(rq, false);

@@ -81,18 +81,16 @@ void rnvme_glue_uring_cmd_done(void *ioucmd, int value, u64 result, unsigned int
  * the CQE of the ended request (blk_status_t `blk_status`); with `at_end` it runs where the
  * request ended (any context, hard-IRQ included) and returns false when something the request
  * holds must be released in process context (then it is called again later without `at_end`,
- * which always returns true). When the request ends: with `early`, `status` is
- * asked in the completion context, and if it can answer there the request is freed at once, in
- * the completion batch (RQ_END_IO_FREE, as nvme_uring_cmd_end_io() in
- * drivers/nvme/host/ioctl.c); otherwise, or without `early`, `status` is asked in the submitter's
- * task with the request still allocated, which is then freed there. In the task the bio is
- * unmapped and io_uring_cmd_done() posts the CQE. `early` must be false for a command of an
- * IOPOLL ring: uring_cmd_iopoll reads the request until the task frees it. Returns
- * -EIOCBQUEUED.
+ * which always returns true). When the request ends, `status` is asked in the completion
+ * context, and if it can answer there the request is freed at once, in the completion batch
+ * (RQ_END_IO_FREE, as nvme_uring_cmd_end_io() in drivers/nvme/host/ioctl.c); otherwise, and
+ * always for a command of an IOPOLL ring (uring_cmd_iopoll reads the request until the task
+ * frees it), `status` is asked in the submitter's task with the request still allocated, which
+ * is then freed there. In the task the bio is unmapped and io_uring_cmd_done() posts the CQE.
+ * Returns -EIOCBQUEUED.
  */
 int rnvme_glue_uring_execute(void *ioucmd, struct request *rq,
 			     bool (*status)(struct request *rq, u8 blk_status, int *value,
-					    u64 *result, bool at_end),
-			     bool early);
+					    u64 *result, bool at_end));
 
 #endif /* RNVME_KERNEL_GLUE_PASSTHRU_H */

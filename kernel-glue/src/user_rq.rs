@@ -227,12 +227,7 @@ impl<T: UserStatus> UserRequest<T> {
         // completed exactly once, by the C side's task work after the request ends; the
         // callback matches the C prototype.
         unsafe {
-            helpers::rnvme_glue_uring_execute(
-                cmd.raw(),
-                this.rq.as_ptr(),
-                Some(Self::status_cb),
-                !cmd.iopoll(),
-            )
+            helpers::rnvme_glue_uring_execute(cmd.raw(), this.rq.as_ptr(), Some(Self::status_cb))
         };
         Issued(())
     }

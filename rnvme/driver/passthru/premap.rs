@@ -559,12 +559,10 @@ impl FileTags {
                 }
                 // The cached tag of the same range goes first (the invariant is checked and
                 // kept under the same lock as the insertion).
-                let same = c.slots.iter().position(|s| {
-                    s.as_ref().is_some_and(|x| {
-                        let o = x.buf.buf();
-                        o.ubuf == k.ubuf && o.len == k.len
-                    })
-                });
+                let same = c
+                    .slots
+                    .iter()
+                    .position(|s| s.as_ref().is_some_and(|x| same_range(x, k)));
                 // Already cached (another thread of the process inserted it first).
                 if same
                     .is_some_and(|i| matches!(c.slots.get(i), Some(Some(x)) if Arc::ptr_eq(x, t)))
