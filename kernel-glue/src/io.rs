@@ -73,6 +73,7 @@ impl Bar {
     }
 
     /// The address of `size` bytes at `offset`, if in range and `size`-aligned.
+    #[inline]
     fn at(&self, offset: usize, size: usize) -> Result<*mut core::ffi::c_void> {
         let end = offset.checked_add(size).ok_or(EINVAL)?;
         // `checked_rem`: no divide-by-zero panic path (objtool does not know that panic

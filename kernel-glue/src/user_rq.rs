@@ -67,6 +67,7 @@ impl DiskRef {
 
 impl DiskRef {
     /// The most bytes one request on the disk's queue may carry (`queue_max_hw_sectors()`).
+    #[inline]
     pub fn max_hw_bytes(&self) -> u32 {
         // SAFETY: the disk is allocated while the reference is held (type invariant); its queue
         // lives as long as the disk.

@@ -64,7 +64,7 @@ use kernel_glue::{
 use nvme::{CtrlState, DataPointer, Disable, InitError, Poll, SubmissionEntry};
 
 use crate::{
-    queue::{Done, Queue},
+    queue::{Done, Queue, DRAIN_BATCH},
     regs::BarRegs,
 };
 
@@ -138,10 +138,11 @@ impl AdminReap {
     /// Reaps the admin completion queue; a valid completion of tag 0 goes to the slot and
     /// wakes the waiter. Returns whether one did. Any context.
     fn reap(&self, by_irq: bool) -> bool {
-        let mut done = [Done::EMPTY; 4];
+        let mut done = [Done::EMPTY; DRAIN_BATCH];
         // (The queue's lock is released before the slot's is taken: both are kernel-glue
-        // IRQ-safe locks of one lockdep class, never nested.)
-        let n = self.q.drain(&mut done);
+        // IRQ-safe locks of one lockdep class, never nested.) One command is in flight at a
+        // time: one batch holds every completion there can be.
+        let n = self.q.drain(&mut done).n;
         let mut got = false;
         for d in done.iter().take(n) {
             // Only tag 0 is ever submitted; the command id table let this entry through once.

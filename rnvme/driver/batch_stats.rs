@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Counters of the I/O path's batched submissions (`queue_rqs`) and batched completions
-//! (`io_comp_batch`), in debugfs `rnvme/rnvme<C>/batch`. Each is added to once per batch, not
+//! Counters of the I/O path's batched submissions (`queue_rqs`), batched completions
+//! (`io_comp_batch`) and completion queue head doorbells, in debugfs `rnvme/rnvme<C>/batch`. Each is added to once per batch, not
 //! per request, to keep shared atomics off the per-I/O path.
 
 use kernel::{c_str, prelude::*, str::CStr};
@@ -24,16 +24,24 @@ pub(crate) enum Counter {
     /// Requests completed one by one (`blk_mq_complete_request()`: errors, passthrough,
     /// completions on another CPU, or no batch).
     CompletionsSingle,
+    /// Completion queue heads reported to the controller (shadow or MMIO doorbell): once per
+    /// interrupt or poll that consumed entries, or once per many with `defer_cq_doorbell`.
+    CqHeadReports,
+    /// Of those, the ones written to the MMIO doorbell (the controller's event index asked
+    /// for it, or no shadow doorbells).
+    CqHeadMmio,
 }
 
 /// The counter names, one per [`Counter`].
-const NAMES: [&CStr; 6] = [
+const NAMES: [&CStr; 8] = [
     c_str!("queue_rqs_calls"),
     c_str!("queue_rqs_started"),
     c_str!("queue_rqs_requeued"),
     c_str!("sq_batches"),
     c_str!("completions_batched"),
     c_str!("completions_single"),
+    c_str!("cq_head_reports"),
+    c_str!("cq_head_mmio"),
 ];
 
 /// The batching counters of one controller.

@@ -179,7 +179,7 @@ impl Controller {
         let dbs = Doorbells::new(cap, bar.len() as u64);
 
         // Reset, admin queue, enable (bounded by CAP.TO inside `Enable`).
-        let aq = Queue::new(dev, &bar, &dbs, 0, ADMIN_DEPTH, None)?;
+        let aq = Queue::new(dev, &bar, &dbs, 0, ADMIN_DEPTH, ADMIN_DEPTH, None)?;
         let mut en = Enable::new(AdminQueue {
             sq_addr: aq.sq_addr(),
             cq_addr: aq.cq_addr(),
@@ -224,6 +224,22 @@ impl Controller {
         let depth = (params.queue_depth.clamp(2, crate::queue::MAX_DEPTH as u32))
             .min(cap.max_queue_entries());
         let msix_spread = vectors.is_msix() && vectors.count() > 1;
+        // Completion queues twice as deep as their submission queues, so their head doorbells
+        // can be deferred (`Queue::new`): for message interrupts (MSI-X) and polled queues
+        // only; the C driver sizes both alike and reports the head after every interrupt.
+        let deep_cq = (depth.saturating_mul(2))
+            .min(crate::queue::MAX_CQ_DEPTH)
+            .min(cap.max_queue_entries());
+        let cq_depth_irq = if params.defer_cq_doorbell && vectors.is_msix() {
+            deep_cq
+        } else {
+            depth
+        };
+        let cq_depth_poll = if params.defer_cq_doorbell {
+            deep_cq
+        } else {
+            depth
+        };
 
         let mut queues = KVec::new();
         for i in 0..plan.default {
@@ -234,7 +250,7 @@ impl Controller {
             } else {
                 0
             };
-            let q = Queue::new(dev, &bar, &dbs, qid, depth, Some(vector as u16))?;
+            let q = Queue::new(dev, &bar, &dbs, qid, depth, cq_depth_irq, Some(vector as u16))?;
             for cmd in q.create_cmds()? {
                 admin.exec(cmd)?;
             }
@@ -244,7 +260,7 @@ impl Controller {
         // completion queues created without interrupts.
         for j in 0..plan.poll {
             let qid = plan.default + 1 + j;
-            let q = Queue::new(dev, &bar, &dbs, qid, depth, None)?;
+            let q = Queue::new(dev, &bar, &dbs, qid, depth, cq_depth_poll, None)?;
             for cmd in q.create_cmds()? {
                 admin.exec(cmd)?;
             }
@@ -314,12 +330,14 @@ impl Controller {
         }
 
         pr_info!(
-            "{}: rnvme{}: {} I/O + {} poll queues of depth {} ({} vectors{}{}), mdts {}, {} namespaces\n",
+            "{}: rnvme{}: {} I/O + {} poll queues of depth {}, CQ depth {}/{} ({} vectors{}{}), mdts {}, {} namespaces\n",
             dev.name(),
             instance.0,
             plan.default,
             plan.poll,
             depth,
+            cq_depth_irq,
+            cq_depth_poll,
             vectors.count(),
             if vectors.is_msix() { ", MSI-X" } else { "" },
             if shadow { ", shadow doorbells" } else { "" },

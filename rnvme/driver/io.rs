@@ -25,7 +25,7 @@ use crate::{
     admin::Admin,
     batch_stats::{BatchStats, Counter},
     dptr::{self, ListPages, PrpStats},
-    queue::{Done, Queue, SubmitError},
+    queue::{Done, Queue, SubmitError, DRAIN_BATCH},
     ratelimit::warn_limited,
 };
 
@@ -464,10 +464,13 @@ impl IoOps {
             return 0;
         };
         let (mut batched, mut single) = (0u32, 0u32);
+        let (mut reports, mut mmio) = (0u32, 0u32);
         loop {
-            let mut done = [Done::EMPTY; 16];
-            let n = q.drain(&mut done);
-            for d in done.iter().take(n) {
+            let mut done = [Done::EMPTY; DRAIN_BATCH];
+            let dr = q.drain(&mut done);
+            reports += u32::from(dr.reported);
+            mmio += u32::from(dr.mmio);
+            for d in done.iter().take(dr.n) {
                 let Some(rq) = lookup(u32::from(d.tag)) else {
                     warn_limited!("queue {}: no request for tag {}\n", q.qid(), d.tag);
                     continue;
@@ -487,9 +490,11 @@ impl IoOps {
                     Completed::Not => {}
                 }
             }
-            if n < done.len() {
+            if !dr.more {
                 data.batch_stats.add(Counter::CompletionsBatched, batched);
                 data.batch_stats.add(Counter::CompletionsSingle, single);
+                data.batch_stats.add(Counter::CqHeadReports, reports);
+                data.batch_stats.add(Counter::CqHeadMmio, mmio);
                 return batched + single;
             }
         }

@@ -10,7 +10,9 @@
 //! Parameters (declared in `params.c`, read with `kernel_glue::params`): `io_queues` (0: one per
 //! online CPU), `poll_queues` (I/O queues without interrupts, for `io_uring` IOPOLL),
 //! `sgl_threshold` (average segment size from which SGLs are used, 0: never),
-//! `queue_depth` (entries per I/O queue).
+//! `queue_depth` (entries per I/O submission queue), `shadow_doorbells` (Doorbell Buffer Config
+//! when the controller has it), `defer_cq_doorbell` (completion queues twice as deep, their head
+//! doorbell written once per many completions; MSI-X and poll queues), and the premap knobs.
 //!
 //! Structure: [`ctrl`] brings a controller up and down, [`admin`] runs admin commands,
 //! [`queue`] is one queue pair, [`io`] the blk-mq operations, [`dptr`] the data pointers. All
@@ -57,6 +59,8 @@ pub(crate) struct Params {
     pub(crate) queue_depth: u32,
     /// Use shadow doorbells when the controller supports them.
     pub(crate) shadow_doorbells: bool,
+    /// Defer completion queue head doorbells (deeper completion queues).
+    pub(crate) defer_cq_doorbell: bool,
 }
 
 /// `io_queues`, stored at load time before the driver is registered.
@@ -69,6 +73,8 @@ static SGL_THRESHOLD: AtomicU32 = AtomicU32::new(nvme::SGL_THRESHOLD_DEFAULT);
 static QUEUE_DEPTH: AtomicU32 = AtomicU32::new(256);
 /// `shadow_doorbells`, stored at load time before the driver is registered.
 static SHADOW_DOORBELLS: AtomicU32 = AtomicU32::new(1);
+/// `defer_cq_doorbell`, stored at load time before the driver is registered.
+static DEFER_CQ_DOORBELL: AtomicU32 = AtomicU32::new(1);
 
 /// The parameters as read at load time.
 fn params() -> Params {
@@ -78,6 +84,7 @@ fn params() -> Params {
         sgl_threshold: SGL_THRESHOLD.load(Ordering::Relaxed),
         queue_depth: QUEUE_DEPTH.load(Ordering::Relaxed),
         shadow_doorbells: SHADOW_DOORBELLS.load(Ordering::Relaxed) != 0,
+        defer_cq_doorbell: DEFER_CQ_DOORBELL.load(Ordering::Relaxed) != 0,
     }
 }
 
@@ -117,15 +124,19 @@ impl kernel::Module for RnvmeModule {
         if let Some(v) = param_uint(module, c_str!("shadow_doorbells")) {
             SHADOW_DOORBELLS.store(v, Ordering::Relaxed);
         }
+        if let Some(v) = param_uint(module, c_str!("defer_cq_doorbell")) {
+            DEFER_CQ_DOORBELL.store(v, Ordering::Relaxed);
+        }
         passthru::load_premap_params(module);
         let p = params();
         pr_info!(
-            "loaded (io_queues={}, poll_queues={}, sgl_threshold={}, queue_depth={}, shadow_doorbells={})\n",
+            "loaded (io_queues={}, poll_queues={}, sgl_threshold={}, queue_depth={}, shadow_doorbells={}, defer_cq_doorbell={})\n",
             p.io_queues,
             p.poll_queues,
             p.sgl_threshold,
             p.queue_depth,
-            u32::from(p.shadow_doorbells)
+            u32::from(p.shadow_doorbells),
+            u32::from(p.defer_cq_doorbell)
         );
         Ok(Self {
             _reg: pci::Registration::new()?,

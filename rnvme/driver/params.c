@@ -28,6 +28,11 @@ module_param(shadow_doorbells, uint, 0444);
 MODULE_PARM_DESC(shadow_doorbells,
 		 "Use shadow doorbells (Doorbell Buffer Config) when the controller has them (0: MMIO only)");
 
+static unsigned int defer_cq_doorbell = 1;
+module_param(defer_cq_doorbell, uint, 0444);
+MODULE_PARM_DESC(defer_cq_doorbell,
+		 "Completion queues deeper than their submission queues, head doorbell written once per many completions (MSI-X and poll queues; 0: after every interrupt, as the C driver)");
+
 static unsigned int premap = 1;
 module_param(premap, uint, 0444);
 MODULE_PARM_DESC(premap,

@@ -31,6 +31,19 @@ use nvme::{
     SubmissionQueue, CQE_SIZE, DBBUF_BYTES, SQE_SIZE,
 };
 
+/// What one [`Queue::drain`] did.
+#[derive(Clone, Copy)]
+pub(crate) struct Drained {
+    /// Valid completions stored.
+    pub(crate) n: usize,
+    /// The batch was used up: the ring may hold more.
+    pub(crate) more: bool,
+    /// The head was reported to the controller (shadow or MMIO doorbell).
+    pub(crate) reported: bool,
+    /// The MMIO head doorbell was written.
+    pub(crate) mmio: bool,
+}
+
 /// A valid completion, resolved to the blk-mq tag it was submitted for.
 #[derive(Clone, Copy)]
 pub(crate) struct Done {
@@ -51,8 +64,14 @@ impl Done {
     };
 }
 
-/// Most entries of one queue (and tags of one hardware queue + 1).
+/// Most entries of one submission queue (and tags of one hardware queue + 1).
 pub(crate) const MAX_DEPTH: usize = 1024;
+
+/// Most entries of one completion queue (twice [`MAX_DEPTH`]: room for deferred head doorbells).
+pub(crate) const MAX_CQ_DEPTH: u32 = 2 * MAX_DEPTH as u32;
+
+/// Most completions [`Queue::drain`] takes off the ring before it decides on the head doorbell.
+pub(crate) const DRAIN_BATCH: usize = 16;
 
 /// Submission ring memory.
 struct SqMem<'a>(&'a CoherentAllocation);
@@ -200,6 +219,8 @@ struct CqSide {
 pub(crate) struct Queue {
     qid: u16,
     depth: u32,
+    /// Entries of the completion queue (`depth`, or more with a deferred head doorbell).
+    cq_depth: u32,
     /// Interrupt vector of the completion queue (`None`: polled).
     vector: Option<u16>,
     sq_mem: CoherentAllocation,
@@ -236,21 +257,30 @@ pub(crate) enum SubmitError {
 }
 
 impl Queue {
-    /// Allocates queue pair `qid` with `depth` entries (2..=`MAX_DEPTH`), whose completion
-    /// queue interrupts on `vector` (`None`: polled).
+    /// Allocates queue pair `qid` with `depth` submission entries (2..=`MAX_DEPTH`), whose
+    /// completion queue interrupts on `vector` (`None`: polled).
+    ///
+    /// `cq_depth` (`depth..=MAX_CQ_DEPTH`, at most what the controller allows) sizes the
+    /// completion queue. Beyond `depth + DRAIN_BATCH` the extra entries let the head doorbell
+    /// be deferred ([`nvme::CompletionQueue::defer_doorbell`]): written once per that many
+    /// completions rather than once per interrupt, which only a completion queue whose
+    /// interrupt is a message (MSI-X) or that is polled may do. With `cq_depth == depth` the
+    /// head is reported after every drain, as `nvme_ring_cq_doorbell()` does.
     pub(crate) fn new(
         dev: &pci::Device,
         bar: &Arc<Bar>,
         dbs: &Doorbells,
         qid: u16,
         depth: u32,
+        cq_depth: u32,
         vector: Option<u16>,
     ) -> Result<Arc<Self>> {
-        if !(2..=MAX_DEPTH as u32).contains(&depth) {
+        if !(2..=MAX_DEPTH as u32).contains(&depth) || !(depth..=MAX_CQ_DEPTH).contains(&cq_depth)
+        {
             return Err(EINVAL);
         }
         let sq_mem = CoherentAllocation::new(dev, depth as usize * SQE_SIZE)?;
-        let cq_mem = CoherentAllocation::new(dev, depth as usize * CQE_SIZE)?;
+        let cq_mem = CoherentAllocation::new(dev, cq_depth as usize * CQE_SIZE)?;
         let sq_db = dbs.sq_tail(qid).map_err(|_| EINVAL)? as usize;
         let cq_db = dbs.cq_head(qid).map_err(|_| EINVAL)? as usize;
         if sq_db.saturating_add(4) > bar.len() || cq_db.saturating_add(4) > bar.len() {
@@ -260,8 +290,13 @@ impl Queue {
             sq: SubmissionQueue::new(qid, depth).map_err(|_| EINVAL)?,
             shadow: None,
         };
+        let mut cq = CompletionQueue::new(qid, cq_depth, qid, depth).map_err(|_| EINVAL)?;
+        // `drain` consumes at most `DRAIN_BATCH` entries between two doorbell decisions: with
+        // this deferral the controller never finds the ring full (see `defer_doorbell`).
+        let defer = (cq_depth - depth).saturating_sub(DRAIN_BATCH as u32);
+        cq.defer_doorbell(defer).map_err(|_| EINVAL)?;
         let cq_side = CqSide {
-            cq: CompletionQueue::new(qid, depth, qid, depth).map_err(|_| EINVAL)?,
+            cq,
             sq_head: SqHead::new(depth).map_err(|_| EINVAL)?,
             shadow: None,
         };
@@ -271,6 +306,7 @@ impl Queue {
             Self {
                 qid,
                 depth,
+                cq_depth,
                 vector,
                 sq_mem,
                 cq_mem,
@@ -318,7 +354,7 @@ impl Queue {
     /// queue pair, in the order they are sent (probe, and again after a controller reset).
     pub(crate) fn create_cmds(&self) -> Result<[SubmissionEntry; 2]> {
         Ok([
-            SubmissionEntry::create_cq(self.qid, self.depth, self.cq_addr(), self.vector)
+            SubmissionEntry::create_cq(self.qid, self.cq_depth, self.cq_addr(), self.vector)
                 .map_err(|_| EINVAL)?,
             SubmissionEntry::create_sq(self.qid, self.depth, self.sq_addr(), self.qid)
                 .map_err(|_| EINVAL)?,
@@ -437,16 +473,24 @@ impl Queue {
         }
     }
 
-    /// Takes up to `out.len()` valid completions off the ring, each resolved to its tag,
-    /// and writes the head doorbell. Invalid entries (bad phase, queue id, SQ head, unknown or
-    /// stale command id) are reported and dropped whole: no field of an entry is used before
-    /// all are validated (`nvme::accept_completion`). Returns how many were stored.
-    pub(crate) fn drain(&self, out: &mut [Done]) -> usize {
+    /// Takes up to [`DRAIN_BATCH`] new entries off the ring, stores the valid ones in `out`,
+    /// each resolved to its tag, then writes the head doorbell unless it is deferred. Invalid
+    /// entries (bad phase, queue id, SQ head, unknown or stale command id) are reported and
+    /// dropped whole: no field of an entry is used before all are validated
+    /// (`nvme::accept_completion`). Returns how many were stored, whether the ring may hold
+    /// more (the batch was used up, so the caller drains again), and which doorbell was
+    /// written.
+    pub(crate) fn drain(&self, out: &mut [Done; DRAIN_BATCH]) -> Drained {
         let mut n = 0;
+        let mut more = true;
+        let (mut reported, mut mmio) = (false, false);
         let mut side = self.cq_lock.lock();
         let r = &mut *side;
-        while n < out.len() {
+        // Entries taken, valid or not, are bounded by the batch: the head doorbell's deferral
+        // counts on it (`Queue::new`).
+        for _ in 0..DRAIN_BATCH {
             let Some(next) = r.cq.next(&CqMem(&self.cq_mem)) else {
+                more = false;
                 break;
             };
             let c = match next {
@@ -477,11 +521,18 @@ impl Queue {
         }
         self.sq_head.store(r.sq_head.head(), Ordering::Release);
         if let Some(head) = r.cq.doorbell() {
+            reported = true;
             if r.shadow.as_mut().map_or(true, |s| s.update(head as u16)) {
+                mmio = true;
                 let _ = self.bar.write32(self.cq_db, head);
             }
         }
-        n
+        Drained {
+            n,
+            more,
+            reported,
+            mmio,
+        }
     }
 
     /// Whether a completion is waiting (for a shared interrupt line).

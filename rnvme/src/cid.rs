@@ -110,6 +110,7 @@ impl core::error::Error for CidError {}
 /// assert_eq!(nvme::make_cid(0x123, 0x15), 0x5123);
 /// assert_eq!(nvme::split_cid(0x5123), (0x123, 5));
 /// ```
+#[inline]
 pub const fn make_cid(tag: u16, gen: u8) -> u16 {
     ((gen as u16 & 0xf) << CID_TAG_BITS) | (tag & TAG_MASK)
 }

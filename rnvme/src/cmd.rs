@@ -112,6 +112,7 @@ const _: () = assert!(core::mem::align_of::<SubmissionEntry>() == 8);
 
 impl SubmissionEntry {
     /// An entry with `opcode` and namespace `nsid`, everything else zero.
+    #[inline]
     pub const fn new(opcode: u8, nsid: u32) -> Self {
         Self {
             opcode,

@@ -61,6 +61,14 @@ pub enum CqError {
         /// Slot index.
         index: u16,
     },
+    /// A doorbell deferral the ring has no room for (see
+    /// [`CompletionQueue::defer_doorbell`]).
+    Defer {
+        /// Entries asked to stay unreported.
+        defer: u32,
+        /// The most this ring allows: its depth minus the submission queue's.
+        max: u32,
+    },
 }
 
 impl fmt::Display for CqError {
@@ -74,6 +82,9 @@ impl fmt::Display for CqError {
                 write!(f, "SQ head {sq_head} beyond depth {sq_depth}")
             }
             Self::PhaseChanged { index } => write!(f, "CQ slot {index} changed while read"),
+            Self::Defer { defer, max } => {
+                write!(f, "CQ doorbell deferral of {defer} entries beyond {max}")
+            }
         }
     }
 }
@@ -99,7 +110,8 @@ pub struct Completion {
 ///
 /// # Invariants
 ///
-/// `2 <= depth <= 65536`, `head < depth`, `sq_depth <= 65536`.
+/// `2 <= depth <= 65536`, `head < depth`, `sq_depth <= 65536`,
+/// `defer <= depth.saturating_sub(sq_depth)`.
 ///
 /// # Examples
 ///
@@ -134,7 +146,10 @@ pub struct CompletionQueue {
     phase: bool,
     sq_id: u16,
     sq_depth: u32,
-    dirty: bool,
+    /// Entries consumed since the head was last reported.
+    unreported: u32,
+    /// Consumed entries that may stay unreported after [`CompletionQueue::doorbell`].
+    defer: u32,
 }
 
 impl CompletionQueue {
@@ -158,7 +173,8 @@ impl CompletionQueue {
             phase: true,
             sq_id,
             sq_depth,
-            dirty: false,
+            unreported: 0,
+            defer: 0,
         })
     }
 
@@ -196,7 +212,7 @@ impl CompletionQueue {
             // INVARIANT: next < depth.
             self.head = next as u16;
         }
-        self.dirty = true;
+        self.unreported = self.unreported.saturating_add(1);
     }
 
     /// The next new entry, validated, or `None` when the slot at the head is not new.
@@ -250,15 +266,67 @@ impl CompletionQueue {
         }
     }
 
-    /// The value to write to the head doorbell if entries were consumed since the last call
-    /// (`None`: no write needed). The caller writes it with `writel` to
-    /// [`crate::Doorbells::cq_head`] of this queue, after handling the entries.
+    /// The value to write to the head doorbell, or `None` when no write is needed: no entry
+    /// was consumed since the last report, or no more than the deferral allows (0 unless
+    /// [`CompletionQueue::defer_doorbell`] set one, which is `nvme_ring_cq_doorbell()`'s
+    /// rule: every drain that consumed an entry reports). The caller writes it with `writel`
+    /// to [`crate::Doorbells::cq_head`] of this queue (or its shadow doorbell), after
+    /// handling the entries.
     pub fn doorbell(&mut self) -> Option<u32> {
-        if !self.dirty {
+        if self.unreported <= self.defer {
             return None;
         }
-        self.dirty = false;
+        self.unreported = 0;
         Some(u32::from(self.head))
+    }
+
+    /// Lets up to `defer` consumed entries stay unreported after each
+    /// [`CompletionQueue::doorbell`] call, so a head doorbell is written once per `defer + 1`
+    /// entries instead of once per drain (a departure from `nvme_ring_cq_doorbell()`, which
+    /// the driver lists in `docs/DEVIATIONS.md`).
+    ///
+    /// The controller must never find the ring full while the host holds entries back: it
+    /// would wait for a head doorbell that the host, seeing nothing new, never writes. It
+    /// cannot while at most `depth - sq_depth` consumed entries are unreported, because at
+    /// most `sq_depth - 1` commands of the submission queue are in flight, each owning at most
+    /// one posted entry. Entries consumed between two `doorbell` calls count too, so a caller
+    /// consuming up to `batch` entries per call must pass `defer <= depth - sq_depth - batch`.
+    /// Only for interrupts that are messages (MSI-X) or polled queues: a controller keeps a
+    /// pin-based interrupt asserted while the head it knows is behind its tail.
+    ///
+    /// # Errors
+    ///
+    /// [`CqError::Defer`] if `defer > depth - sq_depth`; the deferral is then unchanged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use nvme::CompletionQueue;
+    /// // A 512-entry completion queue for a 256-entry submission queue.
+    /// let mut cq = CompletionQueue::new(1, 512, 1, 256)?;
+    /// assert!(cq.defer_doorbell(257).is_err());
+    /// cq.defer_doorbell(240)?;
+    /// assert_eq!(cq.doorbell_deferral(), 240);
+    /// # Ok::<(), nvme::CqError>(())
+    /// ```
+    pub fn defer_doorbell(&mut self, defer: u32) -> Result<(), CqError> {
+        let max = self.depth.saturating_sub(self.sq_depth);
+        if defer > max {
+            return Err(CqError::Defer { defer, max });
+        }
+        // INVARIANT: checked against the room the ring has.
+        self.defer = defer;
+        Ok(())
+    }
+
+    /// Consumed entries that may stay unreported after a doorbell call.
+    pub const fn doorbell_deferral(&self) -> u32 {
+        self.defer
+    }
+
+    /// Entries consumed since the head was last reported.
+    pub const fn unreported(&self) -> u32 {
+        self.unreported
     }
 
     /// Back to the initial state (head 0, phase 1) after the device's queue was deleted or the
@@ -266,6 +334,6 @@ impl CompletionQueue {
     pub fn reset(&mut self) {
         self.head = 0;
         self.phase = true;
-        self.dirty = false;
+        self.unreported = 0;
     }
 }

@@ -205,6 +205,7 @@ pub fn build_prps_from_tag<T: DmaPageTable + ?Sized>(
 
 /// PRP1 of resolved range `r` of `pages` (the first page's address plus the offset inside it,
 /// checked page- and dword-aligned) and the addresses of the range's other pages.
+#[inline]
 pub(crate) fn first_prp<'a>(pages: &'a [u64], r: &Resolved) -> Result<(u64, &'a [u64]), DptrError> {
     let first_page = *pages
         .get(r.first)

@@ -37,6 +37,7 @@ pub const PREMAP_LIST_DATA_SLOTS: usize = PRP_LIST_DATA_SLOTS;
 /// assert_eq!((premap_list_pages(1), premap_list_pages(511), premap_list_pages(512)), (1, 1, 2));
 /// assert_eq!(premap_list_pages(262_144), 514); // 1 GiB
 /// ```
+#[inline]
 pub fn premap_list_pages(nr_pages: usize) -> usize {
     PrpListLayout::stride(nr_pages).pages()
 }

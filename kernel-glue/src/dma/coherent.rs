@@ -78,6 +78,7 @@ impl CoherentAllocation {
     }
 
     /// Pointer to `n` bytes at `offset`, if in range.
+    #[inline]
     fn range(&self, offset: usize, n: usize) -> Result<*mut u8> {
         let end = offset.checked_add(n).ok_or(EINVAL)?;
         if end > self.len {

@@ -8,8 +8,13 @@
 # once by the driver (batched + single). Then IOPOLL: rnvme loaded with poll_queues=1, fio
 # io_uring hipri=1 on the block device must verify with its completions batched by poll (the
 # batch io_uring passes to blk_poll), none timed out. Between them, fio io_uring_cmd on the
-# namespace's char device: passthrough completions batched too. Prints
+# namespace's char device: passthrough completions batched too. Completion queue head doorbells
+# (counters cq_head_reports / cq_head_mmio): with defer_cq_doorbell=1 (default) the CQs are deeper
+# than the SQs (probe line "CQ depth") and a head is reported once per many completions; reloaded
+# with defer_cq_doorbell=0 at the end, equal depths and a report after every drain (the C
+# driver's rule), data verified either way. Prints
 #   rnvme-batch: <n> I/Os, <s> started by queue_rqs in <b> doorbell batches, <c> completions batched
+#   rnvme-batch cq-head: <n> completions, <r> head reports (<m> MMIO)
 # Works on any topology (controller rnvme-b when there is one, else the first NVMe controller).
 . /lib/rnvme/lib.sh
 
@@ -63,6 +68,39 @@ echo "rnvme-batch: $ios I/Os, $started started by queue_rqs in $sqb doorbell bat
 [ $((cb + cs)) = "$ios" ] && pass "batch-completions-once ($cb batched + $cs single = $ios)" ||
     fail "batch-completions-once ($cb batched + $cs single, the disk completed $ios)"
 
+# cq_heads DEFER: head reports of the run between the snapshots against its completions. With a
+# deferral (the probe line's interrupt CQ deeper than depth + 16) at most one report per
+# cq_depth - depth - 15 completions per queue (2 queues: one more report each, rounding); without,
+# one per drain of at most 16 entries, so at least completions / 16.
+cq_heads() {
+    _c=$((after_completions_batched - before_completions_batched + after_completions_single - before_completions_single))
+    _r=$((after_cq_head_reports - before_cq_head_reports))
+    _m=$((after_cq_head_mmio - before_cq_head_mmio))
+    _line=$(dmesg | grep "rnvme$ri: .*queues of depth" | tail -n 1)
+    _sq=$(echo "$_line" | sed -n 's/.* of depth \([0-9]*\), CQ depth \([0-9]*\)\/.*/\1/p')
+    _cq=$(echo "$_line" | sed -n 's/.* of depth \([0-9]*\), CQ depth \([0-9]*\)\/.*/\2/p')
+    echo "rnvme-batch cq-head$1: $_c completions, $_r head reports ($_m MMIO); SQ depth $_sq, CQ depth $_cq"
+    [ -n "$_sq" ] && [ -n "$_cq" ] || { fail "batch-cq-head$1-probe-line ($_line)"; return; }
+    [ "$_m" -le "$_r" ] && pass "batch-cq-head$1-mmio ($_m of $_r)" || fail "batch-cq-head$1-mmio ($_m MMIO > $_r reports)"
+    if [ "$2" = defer ]; then
+        [ "$_cq" -gt $((_sq + 16)) ] && pass "batch-cq-head$1-deeper ($_cq > $_sq + 16)" ||
+            { fail "batch-cq-head$1-deeper (CQ depth $_cq, SQ depth $_sq)"; return; }
+        _per=$((_cq - _sq - 15))
+        [ "$_r" -ge 1 ] && [ "$_r" -le $((_c / _per + 2)) ] &&
+            pass "batch-cq-head$1-deferred ($_r reports for $_c completions, one per $_per)" ||
+            fail "batch-cq-head$1-deferred ($_r reports for $_c completions; want 1..$((_c / _per + 2)))"
+    else
+        [ "$_cq" = "$_sq" ] && pass "batch-cq-head$1-equal ($_cq)" ||
+            fail "batch-cq-head$1-equal (CQ depth $_cq, SQ depth $_sq)"
+        [ "$_r" -ge $((_c / 16)) ] && [ "$_r" -le "$_c" ] &&
+            pass "batch-cq-head$1-every-drain ($_r reports for $_c completions)" ||
+            fail "batch-cq-head$1-every-drain ($_r reports for $_c completions; want $((_c / 16))..$_c)"
+    fi
+}
+if [ "$(cat /sys/module/rnvme/parameters/defer_cq_doorbell)" = 1 ]; then
+    cq_heads "" defer
+fi
+
 # ---- passthrough: io_uring_cmd completions are batched too ---------------------------------------
 # As in the C driver (nvme_handle_cqe(): blk_mq_add_to_batch() takes passthrough requests), the
 # requests of rnvme's char device that succeed are completed in batches; fio verifies their data
@@ -105,3 +143,19 @@ echo "rnvme-batch hipri: $ios I/Os, $cb completions batched"
     fail "batch-poll-completions ($cb of $ios batched)"
 [ "$(dmesg | grep -c "timed out")" = "$t0" ] && pass "batch-poll-no-timeout" ||
     fail "batch-poll-no-timeout (an I/O timed out)"
+
+# ---- the C driver's head doorbell rule: defer_cq_doorbell=0 --------------------------------------
+check batch-rmmod-nodefer rmmod rnvme
+check batch-load-nodefer insmod "$ko" defer_cq_doorbell=0
+[ "$(nvme_driver "$b")" = rnvme ] || check batch-bind-nodefer nvme_bind "$b" rnvme
+setup "-nodefer"
+snap before
+run_fio batch-nodefer-qd32-randwrite-verify --filename=/dev/$d --ioengine=io_uring --direct=1 \
+    --bs=4k --iodepth=32 --size=8M --rw=randwrite --verify=crc32c --do_verify=1 --verify_fatal=1
+snap after
+cq_heads "-nodefer" every
+# Later tests get the module with its default parameters again.
+check batch-rmmod-restore rmmod rnvme
+check batch-load-restore insmod "$ko"
+[ "$(nvme_driver "$b")" = rnvme ] || check batch-bind-restore nvme_bind "$b" rnvme
+nvme_wait_disks "$b" 1 60 >/dev/null || fail "batch-restore-disk"
