@@ -147,7 +147,8 @@ fn identify(d: &mut Decoder<'_>) {
 ///
 /// Input: CQ depth byte, SQ depth byte, table depth byte, SQ id `u16`, an in-flight bitmap
 /// `u64` (tags 0..64), then rounds: a count byte and that many `(slot byte, 16 entry bytes)`
-/// writes into the ring, then a drain; finally the register part and the identify part.
+/// writes into the ring, then a drain and its head doorbell decision (against a deferral taken
+/// from the depths and the bitmap); finally the register part and the identify part.
 pub fn run(data: &[u8]) {
     let mut d = Decoder::new(data);
     let cq_depth = u32::from(d.u8() % 63) + 2;
@@ -165,6 +166,12 @@ pub fn run(data: &[u8]) {
     };
     let mut model: BTreeMap<u16, u16> = BTreeMap::new();
     let bitmap = d.u64();
+    // A head doorbell deferral taken from the input (no byte of its own, so the corpus keeps
+    // its meaning): up to the ring's spare entries, and one more is refused.
+    let spare = cq_depth.saturating_sub(sq_depth);
+    assert!(cq.defer_doorbell(spare + 1).is_err());
+    let defer = spare / (1 + (bitmap & 3) as u32);
+    assert!(cq.defer_doorbell(defer).is_ok());
     for tag in 0..tags as u16 {
         if (bitmap >> tag) & 1 != 0 {
             // Reuse some tags a few times so generations differ.
@@ -241,7 +248,15 @@ pub fn run(data: &[u8]) {
             }
             assert_eq!(table.in_flight(), model.len());
         }
-        let _ = cq.doorbell();
+        let unreported = cq.unreported();
+        match cq.doorbell() {
+            Some(head) => {
+                assert!(unreported > defer, "head reported within the deferral");
+                assert!(head < cq_depth && head == u32::from(cq.head()));
+                assert_eq!(cq.unreported(), 0);
+            }
+            None => assert!(unreported <= defer, "head held back past the deferral"),
+        }
     }
     registers(&mut d);
     identify(&mut d);
