@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Counters of the I/O path's batched submissions (`queue_rqs`), batched completions
-//! (`io_comp_batch`) and completion queue head doorbells, in debugfs `rnvme/rnvme<C>/batch`. Each is added to once per batch, not
-//! per request, to keep shared atomics off the per-I/O path.
+//! (`io_comp_batch`) and completion queue head doorbells, in debugfs `rnvme/rnvme<C>/batch`.
+//! Each is added to once per batch, not per request, to keep shared atomics off the per-I/O
+//! path.
 
 use kernel::{c_str, prelude::*, str::CStr};
 use kernel_glue::debugfs::DebugCounters;

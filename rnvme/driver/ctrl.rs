@@ -230,13 +230,13 @@ impl Controller {
         let deep_cq = (depth.saturating_mul(2))
             .min(crate::queue::MAX_CQ_DEPTH)
             .min(cap.max_queue_entries());
-        let cq_depth_irq = if params.defer_cq_doorbell && vectors.is_msix() {
+        let cq_depth_poll = if params.defer_cq_doorbell {
             deep_cq
         } else {
             depth
         };
-        let cq_depth_poll = if params.defer_cq_doorbell {
-            deep_cq
+        let cq_depth_irq = if vectors.is_msix() {
+            cq_depth_poll
         } else {
             depth
         };
