@@ -69,6 +69,9 @@ def parse_log(path):
                 "sys_ticks": int(kv["sys_ticks"]), "busy_ticks": int(kv["busy_ticks"]),
                 "sys_us_per_io": round(int(kv["sys_ticks"]) * USER_HZ_US / ios, 2) if ios else "",
                 "busy_us_per_io": round(int(kv["busy_ticks"]) * USER_HZ_US / ios, 2) if ios else "",
+                # Hard and soft interrupt time alone (runs before it was recorded: empty).
+                "irq_us_per_io": (round(int(kv["irq_ticks"]) * USER_HZ_US / ios, 2)
+                                  if ios and "irq_ticks" in kv else ""),
                 "err": int(kv["err"]),
             })
     return runs
@@ -99,6 +102,7 @@ def summarise(runs, meta):
             "bw_kib_median": med([r["bw_kib"] for r in rs]),
             "sys_us_per_io_median": med([r["sys_us_per_io"] for r in rs]),
             "busy_us_per_io_median": med([r["busy_us_per_io"] for r in rs]),
+            "irq_us_per_io_median": med([r["irq_us_per_io"] for r in rs]),
         })
     index = {(r["workload"], r["dev"]): r for r in rows}
     rounds = {(r["workload"], r["dev"], r["round"]): r["iops"] for r in runs if r["ios"] > 0}

@@ -73,10 +73,12 @@ void rnvme_glue_dma_sync_pages(struct device *dev, const u64 *dma, u64 n, u64 po
 void *rnvme_glue_debugfs_counters_create(const char *dir, const char *file,
 					 const char *const *names, u32 n);
 /*
- * The n counters' values (atomic64_t, i.e. s64 updated with atomic operations only), valid
- * until the counters are destroyed: the driver adds to them without a call per update.
+ * Adds v to counter i (< n; others are ignored) in this CPU's copy of the counters: no shared
+ * cache line is written on the I/O path. Any context.
  */
-s64 *rnvme_glue_debugfs_counters_values(void *c);
+void rnvme_glue_debugfs_counters_add(void *c, u32 i, s64 v);
+/* Counter i's value: the sum over the CPUs (0 for i >= n). Any context. */
+s64 rnvme_glue_debugfs_counters_get(void *c, u32 i);
 /* Removes the file (waiting for readers) and frees the counters. */
 void rnvme_glue_debugfs_counters_destroy(void *c);
 

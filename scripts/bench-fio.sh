@@ -5,11 +5,14 @@
 # x io_uring/libaio, every point repeated and the devices interleaved).
 #
 #   scripts/bench-fio.sh [--short] [--secs N] [--rounds N] [--bs LIST] [--rw LIST] [--qd LIST]
-#                        [--engines LIST] [--ko FILE] [--out DIR] [--no-plot] [--trace]
+#                        [--engines LIST] [--devs LIST] [--nvme-param P] [--rnvme-param P]
+#                        [--ko FILE] [--out DIR] [--no-plot] [--trace]
 #
 # Default: the long form (3 rounds of 1 s per point and device: 810 runs, 47 minutes under TCG
 # at host load 20 on 2 cores). --short: the CI form (the headline points, 1 round; about 2 minutes).
 # LIST is comma-separated (e.g. --bs 4k,128k). --ko FILE uses an already built rnvme.ko.
+# --nvme-param / --rnvme-param P: one module parameter for the C driver / rnvme.ko (e.g.
+# --nvme-param io_queue_depth=256).
 # --trace also records QEMU's NVMe doorbell/interrupt trace events (much slower; counts only).
 # Writes DIR/fio-matrix-runs.csv (one row per run), DIR/fio-matrix.csv (one row per point and
 # device: median/min/max IOPS, bandwidth, guest CPU per I/O, ratio rnvme/C, host load before and
@@ -30,6 +33,8 @@ while (($#)); do
         --qd) guest_args+=("rnvme_fio_qd=$2"); shift 2 ;;
         --engines) guest_args+=("rnvme_fio_engines=$2"); shift 2 ;;
         --devs) guest_args+=("rnvme_fio_devs=$2"); shift 2 ;;
+        --nvme-param) guest_args+=("rnvme_fio_nvme_params=$2"); shift 2 ;;
+        --rnvme-param) guest_args+=("rnvme_fio_rnvme_params=$2"); shift 2 ;;
         --ko) ko="$2"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
         --no-plot) plot=0; shift ;;

@@ -4,28 +4,22 @@
 //!
 //! C header: [`include/linux/debugfs.h`](srctree/include/linux/debugfs.h)
 
-use core::{
-    ffi::c_void,
-    fmt,
-    ptr::NonNull,
-    sync::atomic::{AtomicI64, Ordering},
-};
+use core::{ffi::c_void, fmt, ptr::NonNull};
 
 use kernel::{prelude::*, str::CStr};
 
 use crate::helpers;
 
 /// 64-bit counters shown as `/sys/kernel/debug/rnvme/<dir>/<file>`, one `name value` line
-/// each; the file is removed on drop.
+/// each; the file is removed on drop. Each CPU updates its own copy (`this_cpu_add()`), so
+/// counting on the I/O path writes no cache line another CPU writes too; a read sums them.
 ///
 /// # Invariants
 ///
 /// `raw` is a handle from `rnvme_glue_debugfs_counters_create` with `names.len()` counters
-/// whose name table is `names`, destroyed only by the drop; `values` is its array of those
-/// `names.len()` counters (`atomic64_t`, only accessed atomically), valid until then.
+/// whose name table is `names`, destroyed only by the drop.
 pub struct DebugCounters {
     raw: NonNull<c_void>,
-    values: NonNull<i64>,
     names: KVec<*const kernel::ffi::c_char>,
 }
 
@@ -75,44 +69,28 @@ impl DebugCounters {
             )
         };
         let raw = NonNull::new(raw).ok_or(ENOMEM)?;
-        // SAFETY: `raw` is a live handle, just created.
-        let values = unsafe { helpers::rnvme_glue_debugfs_counters_values(raw.as_ptr()) };
-        let Some(values) = NonNull::new(values) else {
-            // SAFETY: live handle, destroyed once here (no `Self` was made).
-            unsafe { helpers::rnvme_glue_debugfs_counters_destroy(raw.as_ptr()) };
-            return Err(ENOMEM);
-        };
-        // INVARIANT: created just above with `table`; `values` is its counter array.
-        Ok(Self {
-            raw,
-            values,
-            names: table,
-        })
+        // INVARIANT: created just above with `table`.
+        Ok(Self { raw, names: table })
     }
 
-    /// Counter `idx` (`None` past the last).
-    #[inline]
-    fn counter(&self, idx: usize) -> Option<&AtomicI64> {
-        if idx >= self.names.len() {
-            return None;
-        }
-        // SAFETY: `values` holds `names.len()` counters, live while `self` is (type
-        // invariant), each only accessed atomically (C's `atomic64_*`, Rust's atomics);
-        // `AtomicI64` has the layout of `i64` and the array is 8-byte aligned.
-        Some(unsafe { AtomicI64::from_ptr(self.values.as_ptr().add(idx)) })
-    }
-
-    /// Adds `v` to counter `idx` (ignored past the last); an atomic add, no call.
+    /// Adds `v` to counter `idx` (ignored past the last), in this CPU's copy.
     #[inline]
     pub fn add(&self, idx: usize, v: i64) {
-        if let Some(c) = self.counter(idx) {
-            c.fetch_add(v, Ordering::Relaxed);
-        }
+        let Ok(i) = u32::try_from(idx) else {
+            return;
+        };
+        // SAFETY: `raw` is live while `self` is (type invariant); the helper ignores an index
+        // past the last and may be called from any context.
+        unsafe { helpers::rnvme_glue_debugfs_counters_add(self.raw.as_ptr(), i, v) };
     }
 
-    /// Counter `idx`'s value (0 past the last).
+    /// Counter `idx`'s value, summed over the CPUs (0 past the last).
     pub fn get(&self, idx: usize) -> i64 {
-        self.counter(idx).map_or(0, |c| c.load(Ordering::Relaxed))
+        let Ok(i) = u32::try_from(idx) else {
+            return 0;
+        };
+        // SAFETY: as in `add`.
+        unsafe { helpers::rnvme_glue_debugfs_counters_get(self.raw.as_ptr(), i) }
     }
 }
 

@@ -6,7 +6,7 @@
 //! path.
 
 use kernel::{c_str, prelude::*, str::CStr};
-use kernel_glue::debugfs::DebugCounters;
+use kernel_glue::{debugfs::DebugCounters, time::TscScale};
 
 /// One counter.
 #[derive(Clone, Copy)]
@@ -31,10 +31,18 @@ pub(crate) enum Counter {
     /// Of those, the ones written to the MMIO doorbell (the controller's event index asked
     /// for it, or no shadow doorbells).
     CqHeadMmio,
+    /// Calls of the I/O queues' interrupt handler (on a shared INTx line, those that found
+    /// completions).
+    IrqHandled,
+    /// Nanoseconds spent in those calls (time-stamp counter around the whole handler: reaping
+    /// the completions and ending their requests, io_uring's completion work included). The
+    /// cost a cpu-clock profile cannot see: its sampling interrupt waits until the handler
+    /// returns.
+    IrqNs,
 }
 
 /// The counter names, one per [`Counter`].
-const NAMES: [&CStr; 8] = [
+const NAMES: [&CStr; 10] = [
     c_str!("queue_rqs_calls"),
     c_str!("queue_rqs_started"),
     c_str!("queue_rqs_requeued"),
@@ -43,11 +51,15 @@ const NAMES: [&CStr; 8] = [
     c_str!("completions_single"),
     c_str!("cq_head_reports"),
     c_str!("cq_head_mmio"),
+    c_str!("irq_handled"),
+    c_str!("irq_ns"),
 ];
 
 /// The batching counters of one controller.
 pub(crate) struct BatchStats {
     counters: DebugCounters,
+    /// Converts the interrupt handler's time-stamp counter cycles.
+    scale: TscScale,
 }
 
 impl BatchStats {
@@ -59,6 +71,7 @@ impl BatchStats {
                 c_str!("batch"),
                 &NAMES,
             )?,
+            scale: TscScale::new(),
         })
     }
 
@@ -67,5 +80,12 @@ impl BatchStats {
         if v != 0 {
             self.counters.add(c as usize, i64::from(v));
         }
+    }
+
+    /// Counts one call of the interrupt handler that took `cycles` time-stamp counter cycles.
+    pub(crate) fn irq_handled(&self, cycles: u64) {
+        let ns = i64::try_from(self.scale.ns(cycles)).unwrap_or(i64::MAX);
+        self.counters.add(Counter::IrqHandled as usize, 1);
+        self.counters.add(Counter::IrqNs as usize, ns);
     }
 }

@@ -190,6 +190,13 @@ pub(crate) fn build(
     pool: &Arc<DmaPool>,
     stats: &Arc<PrpStats>,
 ) -> Result<(DataPointer, ListPages)> {
+    // One segment in at most two controller pages (most small I/O): no plan, no iterator
+    // (`nvme_setup_prp_simple()`).
+    if let [one] = segs {
+        if let Some((prp1, prp2)) = nvme::prp_simple(DmaSegment::new(one.addr, one.len)) {
+            return Ok((DataPointer::prp(prp1, prp2), ListPages::none()));
+        }
+    }
     let plan = nvme::plan_prps_iter(dma_segs(segs)).map_err(|_| EINVAL)?;
     let mut entries = nvme::prp_entries(dma_segs(segs));
     let prp1 = entries.next().ok_or(EINVAL)?;

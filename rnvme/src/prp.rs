@@ -228,6 +228,38 @@ pub fn plan_prps_iter<I: IntoIterator<Item = DmaSegment>>(segs: I) -> Result<Prp
     Ok(PrpPlan::for_entries(entries))
 }
 
+/// PRP1 and PRP2 of a transfer that is one segment of at most two controller pages: the case
+/// `nvme_setup_prp_simple()` in `drivers/nvme/host/pci.c` handles without a list. PRP2 is the
+/// second page's start, or 0 when the segment stays in its first page. `None` when the
+/// segment needs a list (more than two pages) or breaks a PRP rule (empty, first byte not
+/// dword aligned, end past the address space); [`plan_prps`] and [`build_prps`] handle, or
+/// refuse, those.
+///
+/// # Examples
+///
+/// ```
+/// use nvme::{prp_simple, DmaSegment};
+/// assert_eq!(prp_simple(DmaSegment::new(0x10_0000, 4096)), Some((0x10_0000, 0)));
+/// assert_eq!(prp_simple(DmaSegment::new(0x10_0200, 4096)), Some((0x10_0200, 0x10_1000)));
+/// assert_eq!(prp_simple(DmaSegment::new(0x10_0200, 8192)), None); // three pages: a list
+/// assert_eq!(prp_simple(DmaSegment::new(0x10_0202, 512)), None);  // not dword aligned
+/// ```
+#[inline]
+pub fn prp_simple(seg: DmaSegment) -> Option<(u64, u64)> {
+    let offset = seg.addr & CTRL_PAGE_MASK;
+    let page = u64::from(NVME_CTRL_PAGE_SIZE);
+    if seg.len == 0 || seg.addr & 3 != 0 || offset + u64::from(seg.len) > 2 * page {
+        return None;
+    }
+    // The segment fits in two pages, so its last byte is at most a page past its own page.
+    seg.end()?;
+    if offset + u64::from(seg.len) <= page {
+        Some((seg.addr, 0))
+    } else {
+        Some((seg.addr, (seg.addr - offset).checked_add(page)?))
+    }
+}
+
 /// The PRP entries of `segs` in order: the first byte (PRP1), then the start of every further
 /// controller page the segments touch. Meant for segments [`plan_prps_iter`] accepted (then it
 /// yields `plan.entries` addresses); for others it yields addresses without meaning but never

@@ -390,6 +390,30 @@ proptest! {
         }
     }
 
+    /// The one-segment fast path (`nvme_setup_prp_simple()`): PRPs exactly when the
+    /// independent rule check accepts the segment and it touches at most two controller pages,
+    /// and then a controller walks them back to the segment, with PRP2 0 when it is unused.
+    #[test]
+    fn prp_simple_matches_the_rules_and_walks_back(
+        page in prop_oneof![0u64..1 << 40, Just(u64::MAX / 4096)],
+        off in prop_oneof![0u64..4096, (0u64..1024).prop_map(|d| d * 4), Just(0u64)],
+        len in prop_oneof![0u32..9000, Just(4096u32), Just(8192u32), any::<u32>()],
+    ) {
+        let addr = page * 4096 + off;
+        let seg = DmaSegment::new(addr, len);
+        let raw = [(addr, len)];
+        let simple = prp_valid(&[seg]) && prp_entries(&raw) <= 2;
+        match nvme::prp_simple(seg) {
+            Some((prp1, prp2)) => {
+                prop_assert!(simple);
+                let ranges = walk_prps(prp1, prp2, u64::from(len), &BusMemory::default());
+                prop_assert_eq!(coalesce(&ranges.map_err(TestCaseError::fail)?), vec![(addr, u64::from(len))]);
+                prop_assert_eq!(prp2 == 0, prp_entries(&raw) == 1);
+            }
+            None => prop_assert!(!simple),
+        }
+    }
+
     /// SGLs decode back to the segments, in order.
     #[test]
     fn sgl_walks_back_to_segments(raw in prop::collection::vec((any::<u32>(), 1u32..1 << 20), 1..40)) {

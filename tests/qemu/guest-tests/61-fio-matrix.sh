@@ -11,13 +11,16 @@
 #   rnvme_fio_secs=N rnvme_fio_rounds=N rnvme_fio_rw=randread,randwrite,read
 #   rnvme_fio_bs=512,4k,...  rnvme_fio_qd=1,8,32  rnvme_fio_engines=io_uring,libaio
 #   rnvme_fio_devs=rnvme,nvme,null_blk,rnull
+#   rnvme_fio_nvme_params, rnvme_fio_rnvme_params: module parameters of the C driver and of
+#   rnvme.ko (one each on the kernel command line, e.g. rnvme_fio_nvme_params=io_queue_depth=256)
 # Short preset: randread 4k QD1/QD32, read 128k QD1/QD8/QD32, randwrite 4k QD8 (the issue's
 # headline points plus one write), both engines, 1 round of 2 s. Long preset: randread,
 # randwrite, read x 512 B, 4k, 32k, 128k x QD1/8/32 x io_uring/libaio, 3 rounds of 1 s.
 #
 # Per run: `fio-point <workload> dev=<d> round=<r> iops=<i> bw_kib=<b> ios=<n> runtime_ms=<t>
-# sys_ticks=<k> busy_ticks=<k>` (ticks: guest /proc/stat USER_HZ, all CPUs, taken by fio's
-# exec_prerun/exec_postrun right around the job: system+irq+softirq, and that plus user+nice).
+# sys_ticks=<k> busy_ticks=<k> irq_ticks=<k>` (ticks: guest /proc/stat USER_HZ, all CPUs, taken by
+# fio's exec_prerun/exec_postrun right around the job: system+irq+softirq, that plus user+nice,
+# and irq+softirq alone).
 # Per workload (medians over the rounds): `fio-compare <workload>: rnvme <iops> c <iops> ratio
 # <rnvme/c>`. rnull has 4096 B blocks: points below 4k skip it (`fio-point ... skipped`). Without
 # /lib/modules/extra/rnvme.ko the rnvme side runs the C driver (a line says so). Numbers are
@@ -66,8 +69,10 @@ for b in $(nvme_pci_list); do
 done
 check fio-matrix-bind-c nvme_bind "$bc" nvme
 check fio-matrix-bind-rnvme nvme_bind "$br" "$rdrv"
-kmod_loaded nvme || { kmod_load nvme-core; check fio-matrix-load-nvme kmod_load nvme; }
-kmod_loaded "$rdrv" || check "fio-matrix-load-$rdrv" kmod_load "$rdrv"
+# shellcheck disable=SC2086
+kmod_loaded nvme || { kmod_load nvme-core; check fio-matrix-load-nvme kmod_load nvme $rnvme_fio_nvme_params; }
+# shellcheck disable=SC2086
+kmod_loaded "$rdrv" || check "fio-matrix-load-$rdrv" kmod_load "$rdrv" $rnvme_fio_rnvme_params
 # null_blk: 512 B blocks (every block size), multi-queue, completion in the submitter's context
 # (irqmode=0, as rnull's queue_rq ends the request at once).
 kmod_loaded null_blk || check fio-matrix-load-null_blk kmod_load null_blk nr_devices=1 queue_mode=2 \
@@ -102,8 +107,9 @@ bytes_of() {
         *) echo "$1" ;;
     esac
 }
-# ticks FILE: "system+irq+softirq user+nice+system+irq+softirq" from a /proc/stat cpu line.
-ticks() { awk '$1 == "cpu" { print $4 + $7 + $8, $2 + $3 + $4 + $7 + $8 }' "$1"; }
+# ticks FILE: "system+irq+softirq user+nice+system+irq+softirq irq+softirq" from a /proc/stat
+# cpu line (interrupt time is measured, not sampled: CONFIG_IRQ_TIME_ACCOUNTING).
+ticks() { awk '$1 == "cpu" { print $4 + $7 + $8, $2 + $3 + $4 + $7 + $8, $7 + $8 }' "$1"; }
 
 set -- $(echo "$devs" | tr , ' ')
 ndev=$#
@@ -150,8 +156,8 @@ for engine in $(echo "$engines" | tr , ' '); do
                     -v pre="$pre" -v post="$post" '{
                     split(pre, a, " "); split(post, z, " ")
                     kib = $6 + $47; ms = $9 > $50 ? $9 : $50
-                    printf "fio-point %s dev=%s round=%d iops=%d bw_kib=%d ios=%d runtime_ms=%d sys_ticks=%d busy_ticks=%d err=%d\n",
-                        wl, d, r, $8 + $49, $7 + $48, kib * 1024 / b, ms, z[1] - a[1], z[2] - a[2], $5
+                    printf "fio-point %s dev=%s round=%d iops=%d bw_kib=%d ios=%d runtime_ms=%d sys_ticks=%d busy_ticks=%d irq_ticks=%d err=%d\n",
+                        wl, d, r, $8 + $49, $7 + $48, kib * 1024 / b, ms, z[1] - a[1], z[2] - a[2], z[3] - a[3], $5
                 }'
             done | tee -a /tmp/fm/points
             r=$((r + 1))

@@ -9,7 +9,8 @@
 #
 # Lines: `fio-profile <workload> dev=<d> ios=<n> irqs=<k> irqs_per_io=<x> marker=<m>`,
 # `fio-profile-batch <workload> <counter> <value> ...` (rnvme's debugfs batch counters),
-# `fio-profile-sym <workload> dev=<d> <percent> <symbol>`. Knobs: rnvme_prof_secs (default 4),
+# `fio-profile-cputime <workload> dev=<d> user <u> system <s> irq <i> softirq <q> idle <z> us/io`
+# (guest /proc/stat, all CPUs, per I/O), `fio-profile-sym <workload> dev=<d> <percent> <symbol>`. Knobs: rnvme_prof_secs (default 4),
 # rnvme_prof_top (symbols per run, default 25), rnvme_prof_wl (RW:BS:QD,... default
 # randread:4k:1,randread:4k:32,read:128k:8), rnvme_prof_callgraph=1 (perf -g, call chains as
 # `fio-profile-cg` lines), rnvme_prof_children=1 (with rnvme_prof_callgraph=1: per symbol,
@@ -74,6 +75,7 @@ for w in $(echo "$wls" | tr , ' '); do
         if [ "$side" = rnvme ]; then b=$br d=$dr; else b=$bc d=$dc; fi
         i0=$(irq_total "$b")
         c0=$(cpu_counts "$b")
+        s0=$(head -n1 /proc/stat)
         mark "$b"
         m=$marker
         if [ "$rnvme_prof_engine" = uring_cmd ]; then
@@ -90,6 +92,7 @@ for w in $(echo "$wls" | tr , ' '); do
             --time_based --runtime="$secs" --size=128M --output-format=terse \
             --terse-version=3 > /tmp/prof.out 2>/tmp/prof.err
         mark "$b"
+        s1=$(head -n1 /proc/stat)
         i1=$(irq_total "$b")
         c1=$(cpu_counts "$b")
         echo "fio-profile-cpu $wl dev=$side before: $c0"
@@ -108,6 +111,16 @@ for w in $(echo "$wls" | tr , ' '); do
         awk -F';' -v w="$wl" -v d="$side" '$1 == 3 { printf "fio-profile-lat %s dev=%s slat %s clat %s lat %s usr %s sys %s ctx %s\n", w, d, $12, $16, $40, $88, $89, $90 }' /tmp/prof.out
         if [ "${ios:-0}" -gt 0 ]; then
             echo "fio-profile $wl dev=$side ios=$ios irqs=$((i1 - i0)) irqs_per_io=$(awk -v a=$((i1 - i0)) -v b="$ios" 'BEGIN { printf "%.3f", a / b }') marker=$m"
+            # Guest CPU time per I/O by kind, all CPUs (/proc/stat, USER_HZ ticks; hard and
+            # soft interrupt time is measured at each entry and exit, CONFIG_IRQ_TIME_ACCOUNTING):
+            # what the completion interrupts cost, which the cpu-clock samples cannot show.
+            echo "$s0
+$s1" | awk -v w="$wl" -v d="$side" -v n="$ios" -v hz="$(getconf CLK_TCK 2>/dev/null || echo 100)" '
+                { for (i = 2; i <= 8; i++) v[NR, i] = $i }
+                END { u = 1e6 / hz / n
+                      printf "fio-profile-cputime %s dev=%s user %.2f system %.2f irq %.2f softirq %.2f idle %.2f us/io\n", w, d,
+                          (v[2,2] + v[2,3] - v[1,2] - v[1,3]) * u, (v[2,4] - v[1,4]) * u, (v[2,7] - v[1,7]) * u,
+                          (v[2,8] - v[1,8]) * u, (v[2,5] + v[2,6] - v[1,5] - v[1,6]) * u }'
             pass "fio-profile-$wl-$side"
         else
             cat /tmp/prof.out /tmp/prof.err

@@ -252,6 +252,35 @@ impl<T: Operations> Request<T> {
         Ok(())
     }
 
+    /// The request's data as one segment when it is one bio whose bytes lie in one entry of
+    /// its `bio_vec` table (a small I/O; `req_bvec()` in `include/linux/blk-mq.h`, which the
+    /// C driver uses for a one-segment request); `None` otherwise, or when the entry does not
+    /// hold what the iterator says. What [`Request::for_each_segment`] would give for such a
+    /// request, without walking the table.
+    #[inline]
+    pub fn single_segment(&self) -> Option<Bvec<KPage>> {
+        // SAFETY: live request; its bio chain is constant while the driver owns it.
+        let bio = NonNull::new(unsafe { (*self.raw()).bio })?;
+        // SAFETY: `bio` is a live bio of the chain.
+        let (table, it, next) = unsafe {
+            let b = bio.as_ptr();
+            ((*b).bi_io_vec, (*b).bi_iter, (*b).bi_next)
+        };
+        if !next.is_null() || it.bi_size == 0 {
+            return None;
+        }
+        let start = NonNull::new(table)?.as_ptr();
+        // SAFETY: the bio's table holds the entry its iterator is at (the block layer's
+        // contract for a bio in a request with data).
+        let bv = unsafe { start.add(it.bi_idx as usize).read() };
+        // The remaining bytes must lie in this entry: `done + size <= len`.
+        if it.bi_bvec_done.checked_add(it.bi_size)? > bv.bv_len {
+            return None;
+        }
+        let offset = bv.bv_offset.checked_add(it.bi_bvec_done)?;
+        Bvec::new(KPage::from_ptr(bv.bv_page), offset, it.bi_size).ok()
+    }
+
     /// Calls `f` with each data segment of the request, in order: the multipage segments of
     /// every bio's own `bio_vec` table (never copied), through the bio's iterator state.
     ///
