@@ -6,13 +6,14 @@
 #
 #   scripts/bench-fio.sh [--short] [--secs N] [--rounds N] [--bs LIST] [--rw LIST] [--qd LIST]
 #                        [--engines LIST] [--devs LIST] [--nvme-param P] [--rnvme-param P]
-#                        [--ko FILE] [--out DIR] [--no-plot] [--trace]
+#                        [--ko FILE | --aa] [--out DIR] [--no-plot] [--trace]
 #
 # Default: the long form (3 rounds of 1 s per point and device: 810 runs, 47 minutes under TCG
 # at host load 20 on 2 cores). --short: the CI form (the headline points, 1 round; about 2 minutes).
 # LIST is comma-separated (e.g. --bs 4k,128k). --ko FILE uses an already built rnvme.ko.
 # --nvme-param / --rnvme-param P: one module parameter for the C driver / rnvme.ko (e.g.
-# --nvme-param io_queue_depth=256).
+# --nvme-param io_queue_depth=256). --aa: no rnvme.ko, the C driver on both controllers (an A/A
+# check that the two emulated controllers perform alike; the "rnvme" rows are then the C driver).
 # --trace also records QEMU's NVMe doorbell/interrupt trace events (much slower; counts only).
 # Writes DIR/fio-matrix-runs.csv (one row per run), DIR/fio-matrix.csv (one row per point and
 # device: median/min/max IOPS, bandwidth, guest CPU per I/O, ratio rnvme/C, host load before and
@@ -21,7 +22,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-mode=long plot=1 ko="" guest_args=() trace=0
+mode=long plot=1 ko="" guest_args=() trace=0 aa=0
 out="$RNVME_REPO/benches/results"
 while (($#)); do
     case "$1" in
@@ -36,29 +37,33 @@ while (($#)); do
         --nvme-param) guest_args+=("rnvme_fio_nvme_params=$2"); shift 2 ;;
         --rnvme-param) guest_args+=("rnvme_fio_rnvme_params=$2"); shift 2 ;;
         --ko) ko="$2"; shift 2 ;;
+        --aa) aa=1; shift ;;
         --out) out="$2"; shift 2 ;;
         --no-plot) plot=0; shift ;;
         --trace) trace=1; shift ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
         *) die "unknown argument '$1'" ;;
     esac
 done
 q="$RNVME_REPO/tests/qemu"
 
-if [[ -z "$ko" ]]; then
+if ((aa)); then
+    ko=""
+elif [[ -z "$ko" ]]; then
     stage "build rnvme.ko (normal)"
     ko=$("$RNVME_REPO/scripts/build-module.sh" normal | grep '/rnvme\.ko$') ||
         die "rnvme.ko did not build"
     stage_end
 fi
-[[ -f "$ko" ]] || die "no module $ko"
+((aa)) || [[ -f "$ko" ]] || die "no module $ko"
 
 mkdir -p "$RNVME_WORK/logs" "$RNVME_WORK/initramfs" "$out"
 stamp=$(date +%Y%m%d-%H%M%S)
 logf="$RNVME_WORK/logs/fio-matrix-$mode-$stamp.log"
-img=$("$q/mkinitramfs.sh" -k normal --no-default-tests \
-    --add "$ko:/lib/modules/extra/rnvme.ko" --test "$q/guest-tests/61-fio-matrix.sh" \
-    -o "$RNVME_WORK/initramfs/fio-matrix.cpio")
+add=()
+((aa)) || add=(--add "$ko:/lib/modules/extra/rnvme.ko")
+img=$("$q/mkinitramfs.sh" -k normal --no-default-tests "${add[@]}" \
+    --test "$q/guest-tests/61-fio-matrix.sh" -o "$RNVME_WORK/initramfs/fio-matrix.cpio")
 qemu_extra=()
 if ((trace)); then
     qemu_extra=(-- -trace "pci_nvme_mmio_doorbell_*" -trace pci_nvme_irq_msix -trace pci_nvme_mmio_read
