@@ -13,7 +13,8 @@
 # LIST is comma-separated (e.g. --bs 4k,128k). --ko FILE uses an already built rnvme.ko.
 # --nvme-param / --rnvme-param P: one module parameter for the C driver / rnvme.ko (e.g.
 # --nvme-param io_queue_depth=256). --aa: no rnvme.ko, the C driver on both controllers (an A/A
-# check that the two emulated controllers perform alike; the "rnvme" rows are then the C driver).
+# check that the two emulated controllers perform alike; the "rnvme" rows are then the C driver;
+# default DIR $RNVME_WORK/fio-aa, never benches/results/).
 # --trace also records QEMU's NVMe doorbell/interrupt trace events (much slower; counts only).
 # Writes DIR/fio-matrix-runs.csv (one row per run), DIR/fio-matrix.csv (one row per point and
 # device: median/min/max IOPS, bandwidth, guest CPU per I/O, ratio rnvme/C, host load before and
@@ -49,6 +50,8 @@ q="$RNVME_REPO/tests/qemu"
 
 if ((aa)); then
     ko=""
+    # A/A results are a check of the method, never the repository's matrix.
+    [[ "$out" != "$RNVME_REPO/benches/results" ]] || out="$RNVME_WORK/fio-aa"
 elif [[ -z "$ko" ]]; then
     stage "build rnvme.ko (normal)"
     ko=$("$RNVME_REPO/scripts/build-module.sh" normal | grep '/rnvme\.ko$') ||
