@@ -9,10 +9,16 @@
 # completion latency (fio-profile-lat) and, with rnvme_prof_ips=1, the driver module's hottest
 # instruction addresses (fio-profile-ip, offsets into .text for objdump -d of the .ko).
 #
-#   scripts/profile-fio.sh [--ko FILE] [--secs N] [--timeline]
+#   scripts/profile-fio.sh [--ko FILE] [--secs N] [--timeline] [--insns N]
 #   --timeline: QEMU also traces command fetches and backend completions, with timestamps, and
 #       benches/qemu_timeline.py prints each run's per-I/O intervals (fio-profile-timeline; QD1
 #       workloads only: doorbell -> fetch -> backend done -> MSI-X -> CQ doorbell -> next).
+#   --insns N: instead of the perf profile, every guest instruction is counted by the QEMU
+#       plugin benches/qemu-plugin/tbcount.c (built here with cc); each run does exactly N I/Os
+#       between two `sync` calls, the plugin's snapshot points, and benches/tb_profile.py prints
+#       instructions per I/O by function for each run and the rnvme - C difference per function
+#       (fio-insns, fio-insns-sym, fio-insns-diff lines). Counts include interrupt handlers and
+#       interrupts-off code, which perf's cpu-clock samples cannot reach.
 #   RNVME_PROF_APPEND='rnvme_prof_rnvme_params=shadow_doorbells=0 rnvme_prof_callgraph=1' \
 #       scripts/profile-fio.sh      # guest knobs (tests/qemu/guest-tests/62-fio-profile.sh)
 #   RNVME_PROF_ADDS='SRC:DEST ...'  # extra initramfs files, e.g. another build of the C nvme.ko
@@ -22,13 +28,14 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ko="" secs=4 rc=0 timeline=0
+ko="" secs=4 rc=0 timeline=0 insns=""
 while (($#)); do
     case "$1" in
         --ko) ko="$2"; shift 2 ;;
         --secs) secs="$2"; shift 2 ;;
         --timeline) timeline=1; shift ;;
-        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        --insns) insns="$2"; shift 2 ;;
+        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
         *) die "unknown argument '$1'" ;;
     esac
 done
@@ -54,10 +61,23 @@ img=$("$q/mkinitramfs.sh" -k normal --no-default-tests "${adds[@]}" \
     --test "$q/guest-tests/62-fio-profile.sh" -o "$RNVME_WORK/initramfs/fio-profile.cpio")
 traces=(-trace "pci_nvme_mmio_doorbell_*" -trace pci_nvme_irq_msix -trace pci_nvme_mmio_read)
 ((timeline)) && traces+=(-trace pci_nvme_io_cmd -trace pci_nvme_rw_cb -msg timestamp=on)
+plugin=() insn_append="" dumpf=""
+if [[ -n "$insns" ]]; then
+    [[ "$insns" =~ ^[1-9][0-9]*$ ]] || die "--insns takes a number of I/Os per run"
+    smap="$("$RNVME_REPO/scripts/kernel-path.sh" normal build)/System.map"
+    mark=$(awk '$3 == "__x64_sys_sync" { print $1 }' "$smap")
+    [[ -n "$mark" ]] || die "no __x64_sys_sync in $smap"
+    so="$RNVME_WORK/tbcount.so"
+    cc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$so" "$RNVME_REPO/benches/qemu-plugin/tbcount.c" -lpthread
+    dumpf="$RNVME_WORK/logs/fio-profile-insns-$stamp.txt"
+    plugin=(-plugin "$so,out=$dumpf,mark=$mark")
+    # nokaslr: the kernel's addresses are System.map's.
+    insn_append="nokaslr rnvme_prof_perf=0 rnvme_prof_sync_marks=1 rnvme_prof_ios=$insns"
+fi
 log "host load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$q/run-guest.sh" -k normal -i "$img" --topology proof -t 3600 -l "$logf" \
-    --append "rnvme_prof_secs=$secs rnvme_test_timeout=3000 ${RNVME_PROF_APPEND:-}" -- \
-    "${traces[@]}" -D "$tracef" || rc=$?
+    --append "rnvme_prof_secs=$secs rnvme_test_timeout=3000 $insn_append ${RNVME_PROF_APPEND:-}" -- \
+    "${traces[@]}" -D "$tracef" "${plugin[@]}" || rc=$?
 log "host load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 # Segments of the trace between INTMS reads (addr 0xc): segment k (1-based) is marker k's run.
 awk '
@@ -81,7 +101,13 @@ if ((timeline)); then
     done
     rm -f "$tracef.timeline"
 fi
-tr -d '\r' < "$logf" | grep -aE '^fio-profile-(sym|batch|cpu|queue|dispatched|lat|ip) '
+tr -d '\r' < "$logf" | grep -aE '^fio-profile-(sym|batch|cpu|queue|dispatched|lat|ip|cputime) '
+if [[ -n "$dumpf" ]]; then
+    python3 "$RNVME_REPO/benches/tb_profile.py" --dump "$dumpf" --system-map "$smap" --log "$logf" ||
+        rc=1
+    xz -f -T1 "$dumpf"
+    log "instruction counts: $dumpf.xz"
+fi
 rm -f "$tracef"
 log "guest log: $logf"
 # The counts of a failed run (e.g. a kernel-log report) are printed too, then the script fails.

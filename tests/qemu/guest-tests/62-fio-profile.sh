@@ -23,7 +23,13 @@
 # one list; with fio's defaults (1) a full queue submits one I/O per call),
 # rnvme_prof_engine=uring_cmd (fio io_uring_cmd passthrough on the namespaces' char devices,
 # rnvme's /dev/rng<C>n1 and the C driver's /dev/ng<X>n1, with fixedbufs=rnvme_prof_fixedbufs,
-# default 1: premapped DMA tags on rnvme). Reported, never asserted.
+# default 1: premapped DMA tags on rnvme), rnvme_prof_perf=0 (no perf record: fio alone),
+# rnvme_prof_ios=N (each run does exactly N I/Os instead of running for rnvme_prof_secs, so
+# both drivers do the same work), rnvme_prof_sync_marks=1 (a `sync` right before and right
+# after each fio run: the QEMU plugin of `scripts/profile-fio.sh --insns` snapshots its
+# instruction counts at each sync, and `fio-profile` lines carry smark=<n>, the number of the
+# sync that ended the run; the modules' symbols are printed as `fio-profile-ksym` lines).
+# Reported, never asserted.
 . /lib/rnvme/lib.sh
 
 secs="${rnvme_prof_secs:-4}"
@@ -43,6 +49,16 @@ dr=$(nvme_wait_disks "$br" 1 30 | cut -d' ' -f1)
 dmesg | grep -E 'rnvme.*queues of depth' | tail -n 2
 echo 0 > /proc/sys/kernel/kptr_restrict
 echo -1 > /proc/sys/kernel/perf_event_paranoid
+smarks=0
+smark() {
+    [ -n "$rnvme_prof_sync_marks" ] || return 0
+    sync
+    smarks=$((smarks + 1))
+}
+if [ -n "$rnvme_prof_sync_marks" ]; then
+    # The drivers' module symbols, for the host to name the addresses the plugin counted.
+    grep -E '\[(rnvme|nvme|nvme_core)\]' /proc/kallsyms | sed 's/^/fio-profile-ksym /'
+fi
 
 # irq_total BDF: interrupts of every vector of the controller, all CPUs.
 irq_total() {
@@ -84,13 +100,26 @@ for w in $(echo "$wls" | tr , ' '); do
         else
             target=/dev/$d engine="--direct=1 --ioengine=io_uring"
         fi
+        if [ -n "$rnvme_prof_ios" ]; then
+            # Exactly rnvme_prof_ios I/Os (fio wraps around the 128 MiB region if needed).
+            amount="--io_size=$(($rnvme_prof_ios * $(echo "$2" | sed 's/k$/*1024/')))"
+        else
+            amount="--time_based --runtime=$secs"
+        fi
+        if [ "${rnvme_prof_perf:-1}" = 0 ]; then
+            profiler=""
+        else
+            profiler="perf record -q -a ${rnvme_prof_callgraph:+-g} -F 997 -o /tmp/perf.$side.$wl --"
+        fi
+        smark
         # shellcheck disable=SC2086
-        perf record -q -a ${rnvme_prof_callgraph:+-g} -F 997 -o "/tmp/perf.$side.$wl" -- fio --name="$side" \
+        $profiler fio --name="$side" \
             --filename="$target" $engine --rw="$1" --bs="$2" \
             --iodepth="$3" ${rnvme_prof_batch:+--iodepth_batch_submit=$rnvme_prof_batch \
             --iodepth_batch_complete_min=$rnvme_prof_batch} \
-            --time_based --runtime="$secs" --size=128M --output-format=terse \
+            $amount --size=128M --output-format=terse \
             --terse-version=3 > /tmp/prof.out 2>/tmp/prof.err
+        smark
         mark "$b"
         s1=$(head -n1 /proc/stat)
         i1=$(irq_total "$b")
@@ -110,7 +139,7 @@ for w in $(echo "$wls" | tr , ' '); do
         # total latency in µs, then fio's user and system CPU % and context switches.
         awk -F';' -v w="$wl" -v d="$side" '$1 == 3 { printf "fio-profile-lat %s dev=%s slat %s clat %s lat %s usr %s sys %s ctx %s\n", w, d, $12, $16, $40, $88, $89, $90 }' /tmp/prof.out
         if [ "${ios:-0}" -gt 0 ]; then
-            echo "fio-profile $wl dev=$side ios=$ios irqs=$((i1 - i0)) irqs_per_io=$(awk -v a=$((i1 - i0)) -v b="$ios" 'BEGIN { printf "%.3f", a / b }') marker=$m"
+            echo "fio-profile $wl dev=$side ios=$ios irqs=$((i1 - i0)) irqs_per_io=$(awk -v a=$((i1 - i0)) -v b="$ios" 'BEGIN { printf "%.3f", a / b }') marker=$m smark=$smarks"
             # Guest CPU time per I/O by kind, all CPUs (/proc/stat, USER_HZ ticks; hard and
             # soft interrupt time is measured at each entry and exit, CONFIG_IRQ_TIME_ACCOUNTING):
             # what the completion interrupts cost, which the cpu-clock samples cannot show.
@@ -126,7 +155,7 @@ $s1" | awk -v w="$wl" -v d="$side" -v n="$ios" -v hz="$(getconf CLK_TCK 2>/dev/n
             cat /tmp/prof.out /tmp/prof.err
             fail "fio-profile-$wl-$side (no I/O)"
         fi
-        perf report -q -i "/tmp/perf.$side.$wl" --stdio --no-children -g none --sort sym 2>/dev/null |
+        [ -f "/tmp/perf.$side.$wl" ] && perf report -q -i "/tmp/perf.$side.$wl" --stdio --no-children -g none --sort sym 2>/dev/null |
             grep '%' | head -n "$top" | awk -v w="$wl" -v d="$side" '{ p = $1; $1 = ""; $2 = ""; print "fio-profile-sym " w " dev=" d " " p $0 }'
         # Where in the driver's own code the samples fall: the hottest instruction addresses of
         # the driver's modules (rnvme; the C driver's nvme and nvme_core), as offsets into the
