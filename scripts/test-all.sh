@@ -40,6 +40,9 @@ stage "cargo test (unit, property, doc, fuzz corpus replay)" cargo test --worksp
 stage "cargo doc -D warnings" env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
 stage "bounded fuzz runs" scripts/fuzz.sh "${RNVME_FUZZ_SECONDS:-30}"
 if [ "${RNVME_SKIP_QEMU:-0}" != 1 ]; then
+    # The instruction-count profiler of `scripts/profile-fio.sh --insns`: the QEMU plugin builds
+    # and counts in QEMU, and its analysis gives the hand-computed figures (seconds).
+    stage "QEMU instruction-count plugin self-test" benches/qemu-plugin/selftest.sh
     # The crates inside the kernel under the kernel's own lints and clippy (its MSRV is 6.12's
     # minimum rustc, 1.78): a fresh build so every object is linted.
     lintdir=$(mktemp -d "${TMPDIR:-/tmp}/rnvme-lint.XXXXXX")

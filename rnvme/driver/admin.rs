@@ -64,7 +64,7 @@ use kernel_glue::{
 use nvme::{CtrlState, DataPointer, Disable, InitError, Poll, SubmissionEntry};
 
 use crate::{
-    queue::{Done, Queue, DRAIN_BATCH},
+    queue::{Done, Queue},
     regs::BarRegs,
 };
 
@@ -138,22 +138,23 @@ impl AdminReap {
     /// Reaps the admin completion queue; a valid completion of tag 0 goes to the slot and
     /// wakes the waiter. Returns whether one did. Any context.
     fn reap(&self, by_irq: bool) -> bool {
-        let mut done = [Done::EMPTY; DRAIN_BATCH];
-        // (The queue's lock is released before the slot's is taken: both are kernel-glue
-        // IRQ-safe locks of one lockdep class, never nested.) One command is in flight at a
-        // time: one batch holds every completion there can be.
-        let n = self.q.drain(&mut done).n;
-        let mut got = false;
-        for d in done.iter().take(n) {
-            // Only tag 0 is ever submitted; the command id table let this entry through once.
+        // One command is in flight at a time: one batch holds every completion there can be.
+        // Only tag 0 is ever submitted; the command id table let its entry through once.
+        let mut tag0 = None;
+        self.q.drain(|d| {
             if d.tag == 0 {
-                let mut slot = self.slot.lock();
-                *slot = Some(*d);
-                // Under the lock: a waiter that finds the slot filled knows the signal was
-                // given (it re-arms the event before its next command).
-                self.event.complete();
-                got = true;
+                tag0 = Some(d);
             }
+        });
+        // (The queue's lock is released before the slot's is taken: both are kernel-glue
+        // IRQ-safe locks of one lockdep class, never nested.)
+        let got = tag0.is_some();
+        if let Some(d) = tag0 {
+            let mut slot = self.slot.lock();
+            *slot = Some(d);
+            // Under the lock: a waiter that finds the slot filled knows the signal was given
+            // (it re-arms the event before its next command).
+            self.event.complete();
         }
         if got {
             self.count(if by_irq {

@@ -169,10 +169,11 @@ impl ListPages {
 
 impl Drop for ListPages {
     fn drop(&mut self) {
-        let n = self.len();
-        // The pages go back to the pool when the array is dropped, after this.
+        // The pages go back to the pool when the array is dropped, after this. Only PRP list
+        // pages are counted (and carry `stats`); the pages are not walked for the others, which
+        // are most requests, holding none.
         if let Some(stats) = self.stats.take() {
-            stats.add(Counter::PagesLive, -(n as i64));
+            stats.add(Counter::PagesLive, -(self.len() as i64));
         }
     }
 }
@@ -183,52 +184,50 @@ fn dma_segs(segs: &[MappedSegment]) -> impl Iterator<Item = DmaSegment> + '_ {
 }
 
 /// Builds the PRPs of `segs` (`nvme::plan_prps_iter` checks the PRP rules); list pages, if
-/// needed, come from `pool` and are returned (they must stay allocated until the command
-/// completes).
+/// needed, come from `pool` and are stored in `lists` (they must stay allocated until the
+/// command completes). `lists` is written in place, not returned: the table is 128 bytes,
+/// and most I/O needs no page (`lists` is then left as it is).
 pub(crate) fn build(
     segs: &[MappedSegment],
     pool: &Arc<DmaPool>,
     stats: &Arc<PrpStats>,
-) -> Result<(DataPointer, ListPages)> {
+    lists: &mut Option<ListPages>,
+) -> Result<DataPointer> {
     // One segment in at most two controller pages (most small I/O): no plan, no iterator
     // (`nvme_setup_prp_simple()`).
     if let [one] = segs {
         if let Some((prp1, prp2)) = nvme::prp_simple(DmaSegment::new(one.addr, one.len)) {
-            return Ok((DataPointer::prp(prp1, prp2), ListPages::none()));
+            return Ok(DataPointer::prp(prp1, prp2));
         }
     }
     let plan = nvme::plan_prps_iter(dma_segs(segs)).map_err(|_| EINVAL)?;
     let mut entries = nvme::prp_entries(dma_segs(segs));
     let prp1 = entries.next().ok_or(EINVAL)?;
     match plan.entries {
-        1 => Ok((DataPointer::prp(prp1, 0), ListPages::none())),
-        2 => Ok((
-            DataPointer::prp(prp1, entries.next().ok_or(EINVAL)?),
-            ListPages::none(),
-        )),
+        1 => Ok(DataPointer::prp(prp1, 0)),
+        2 => Ok(DataPointer::prp(prp1, entries.next().ok_or(EINVAL)?)),
         _ => {
-            let (prp2, lists) = ListPages::prp_list(pool, stats, plan.list_entries, entries)?;
+            let (prp2, pages) = ListPages::prp_list(pool, stats, plan.list_entries, entries)?;
+            *lists = Some(pages);
             let bytes: u64 = segs.iter().map(|s| u64::from(s.len)).sum();
             if bytes > ONE_PAGE_LIST_BYTES {
                 stats.add(Counter::Over2Mib, 1);
             }
-            Ok((DataPointer::prp(prp1, prp2), lists))
+            Ok(DataPointer::prp(prp1, prp2))
         }
     }
 }
 
 /// Builds the SGL of `segs`; a descriptor list page, if needed, comes from `pool` and is
-/// returned (it must stay allocated until the command completes).
+/// stored in `lists` (it must stay allocated until the command completes).
 pub(crate) fn build_sgl(
     segs: &[MappedSegment],
     pool: &Arc<DmaPool>,
-) -> Result<(DataPointer, ListPages)> {
+    lists: &mut Option<ListPages>,
+) -> Result<DataPointer> {
     match segs {
         [] => Err(EINVAL),
-        [one] => Ok((
-            SglDescriptor::data_block(one.addr, one.len).into(),
-            ListPages::none(),
-        )),
+        [one] => Ok(SglDescriptor::data_block(one.addr, one.len).into()),
         many => {
             if many.len() > NVME_CTRL_PAGE_SIZE as usize / 16 {
                 return Err(EINVAL);
@@ -240,10 +239,9 @@ pub(crate) fn build_sgl(
                 list.write_u64(i * 16 + 8, hi)?;
             }
             let len = u32::try_from(many.len() * 16).map_err(|_| EINVAL)?;
-            Ok((
-                SglDescriptor::last_segment(list.dma_handle(), len).into(),
-                ListPages::one(list),
-            ))
+            let dma = list.dma_handle();
+            *lists = Some(ListPages::one(list));
+            Ok(SglDescriptor::last_segment(dma, len).into())
         }
     }
 }

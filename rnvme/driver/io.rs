@@ -27,7 +27,7 @@ use crate::{
     admin::Admin,
     batch_stats::{BatchStats, Counter},
     dptr::{self, ListPages, PrpStats},
-    queue::{Done, Queue, SubmitError, DRAIN_BATCH},
+    queue::{Done, Queue, SubmitError},
     ratelimit::warn_limited,
 };
 
@@ -39,25 +39,6 @@ pub(crate) const MAX_SEGS: usize = 128;
 /// a one-segment request without its scatterlist, `nvme_setup_prp_simple()` in
 /// `drivers/nvme/host/pci.c`).
 const INLINE_SEGS: usize = 2;
-
-/// The DMA mappings of a request's data segments (unmapped on drop).
-enum DataMap {
-    /// Up to [`INLINE_SEGS`] segments, held in the request's PDU.
-    Inline(Mapping<INLINE_SEGS>),
-    /// Up to [`MAX_SEGS`] segments, on the heap: the table is 2 KiB and `queue_rq`'s stack
-    /// frame must stay small (issue 7: 8.9 KiB when it was held by value).
-    Boxed(KBox<Mapping<MAX_SEGS>>),
-}
-
-impl DataMap {
-    /// The mapped segments, in order.
-    fn segments(&self) -> &[MappedSegment] {
-        match self {
-            Self::Inline(m) => m.segments(),
-            Self::Boxed(m) => m.segments(),
-        }
-    }
-}
 
 /// Maps the data segments of `rq` into `map` (`ENOSPC` when it has no room for them all).
 /// Physically contiguous segments are mapped as one, as the block layer counts them
@@ -207,37 +188,63 @@ impl RqShared {
 }
 
 /// Per-request state owned by the request's owner: the resources of its command, and the
-/// command itself between its preparation and its submission in a `queue_rqs` batch (the C
-/// driver keeps it in `nvme_iod::cmd`).
+/// command itself, built here by `prep` and copied into the ring from here (the C driver
+/// keeps it in `nvme_iod::cmd`). Everything is built in place: moving a command or a
+/// resource table through return values cost several copies of a few hundred bytes per I/O.
 pub(crate) struct IoOwned {
     /// What must live until completion (released on drop).
-    _res: RqOwned,
-    /// The prepared command, until a batch writes it into the ring.
-    sqe: Option<SubmissionEntry>,
+    res: RqOwned,
+    /// The command of this submission.
+    sqe: SubmissionEntry,
+    /// Whether `sqe` is prepared and not yet written into the ring.
+    prepared: bool,
 }
 
 /// The resources of a request's command: what must live until completion.
 pub(crate) struct RqOwned {
-    /// The data segments' DMA mappings (unmapped on drop).
-    _map: Option<DataMap>,
-    /// PRP list pages (chained), SGL or DSM range page (freed on drop).
-    _lists: ListPages,
+    /// Mappings of up to [`INLINE_SEGS`] data segments, held in the request's PDU (unmapped
+    /// on drop).
+    inline: Option<Mapping<INLINE_SEGS>>,
+    /// Mappings of up to [`MAX_SEGS`] data segments, on the heap: the table is 2 KiB and
+    /// `queue_rq`'s stack frame must stay small (issue 7: 8.9 KiB when it was held by value).
+    boxed: Option<KBox<Mapping<MAX_SEGS>>>,
+    /// PRP list pages (chained), SGL or DSM range page (freed on drop); `None`, one store,
+    /// for most requests, which need none (an empty table is 128 bytes to clear).
+    lists: Option<ListPages>,
 }
 
 impl RqOwned {
     /// Nothing held.
     fn none() -> Self {
         Self {
-            _map: None,
-            _lists: ListPages::none(),
+            inline: None,
+            boxed: None,
+            lists: None,
         }
     }
 
     /// Holds the resources of a command with mapped data (user passthrough, `passthru`; its
     /// mapping table is built on the heap, off `queue_rq`'s stack, and moved in here).
-    pub(crate) fn set_data(&mut self, map: Option<KBox<Mapping<MAX_SEGS>>>, lists: ListPages) {
-        self._map = map.map(DataMap::Boxed);
-        self._lists = lists;
+    pub(crate) fn set_data(
+        &mut self,
+        map: Option<KBox<Mapping<MAX_SEGS>>>,
+        lists: Option<ListPages>,
+    ) {
+        self.boxed = map;
+        self.lists = lists;
+    }
+
+    /// The mapped data segments, in order, of the mappings `inline` and `boxed` (fields of
+    /// one `RqOwned`, borrowed apart from its list pages).
+    fn segments<'a>(
+        inline: &'a Option<Mapping<INLINE_SEGS>>,
+        boxed: &'a Option<KBox<Mapping<MAX_SEGS>>>,
+    ) -> &'a [MappedSegment] {
+        match (inline, boxed) {
+            (Some(m), _) => m.segments(),
+            (None, Some(m)) => m.segments(),
+            (None, None) => &[],
+        }
     }
 }
 
@@ -275,13 +282,14 @@ pub(crate) fn prep_status(e: Error) -> BlkStatus {
 }
 
 impl IoOps {
-    /// Builds the command of `rq`; the resources it needs until completion go into `res`
-    /// (empty on entry; built there in place, not moved through the calls).
+    /// Builds the command of `rq` in `cmd`; the resources it needs until completion go into
+    /// `res` (empty on entry; built there in place, not moved through the calls).
     fn prepare(
         data: &IoData,
         rq: &Request<IoOps>,
         res: &mut RqOwned,
-    ) -> Result<SubmissionEntry, BlkStatus> {
+        cmd: &mut SubmissionEntry,
+    ) -> Result<(), BlkStatus> {
         let ns = rq.queue_data();
         let slba = rq.sector() >> (ns.lba_shift - 9);
         let blocks = rq.bytes() >> ns.lba_shift;
@@ -297,34 +305,29 @@ impl IoOps {
                 // merging (`nvme_map_data()` maps a one-segment request without its
                 // scatterlist). Else a few segments (blk-mq's count; merging never gives
                 // more): in the PDU.
-                let inline = if let Some(seg) = rq.single_segment() {
-                    let mut m = Mapping::<INLINE_SEGS>::new(&data.dev, dir);
+                if let Some(seg) = rq.single_segment() {
+                    let m = res.inline.insert(Mapping::new(&data.dev, dir));
                     // SAFETY: as in `map_data`: the request's data, kept until it ends; the
                     // mapping is dropped before.
                     unsafe { m.map(&seg) }.map_err(prep_status)?;
-                    Some(DataMap::Inline(m))
                 } else if usize::from(rq.nr_phys_segments()) <= INLINE_SEGS {
-                    let mut m = Mapping::<INLINE_SEGS>::new(&data.dev, dir);
-                    match map_data(rq, &mut m) {
-                        Ok(()) => Some(DataMap::Inline(m)),
-                        // More than counted: unmapped (`m` drops), mapped again below.
-                        Err(e) if e == ENOSPC => None,
+                    let m = res.inline.insert(Mapping::new(&data.dev, dir));
+                    match map_data(rq, m) {
+                        Ok(()) => {}
+                        // More than counted: unmapped, mapped again below.
+                        Err(e) if e == ENOSPC => res.inline = None,
                         Err(e) => return Err(prep_status(e)),
                     }
-                } else {
-                    None
-                };
-                let map = match inline {
-                    Some(m) => m,
-                    None => {
-                        // Built on the heap (`queue_rq` may not sleep): never on this stack.
-                        let mut b = Mapping::<MAX_SEGS>::new_boxed(&data.dev, dir, GFP_ATOMIC)
-                            .map_err(prep_status)?;
-                        map_data(rq, &mut b).map_err(prep_status)?;
-                        DataMap::Boxed(b)
-                    }
-                };
-                let segs = map.segments();
+                }
+                if res.inline.is_none() {
+                    // Built on the heap (`queue_rq` may not sleep): never on this stack.
+                    let b = res.boxed.insert(
+                        Mapping::<MAX_SEGS>::new_boxed(&data.dev, dir, GFP_ATOMIC)
+                            .map_err(prep_status)?,
+                    );
+                    map_data(rq, b).map_err(prep_status)?;
+                }
+                let segs = RqOwned::segments(&res.inline, &res.boxed);
                 let policy = SglPolicy {
                     ctrl_supports_sgls: data.sgls,
                     admin_queue: false,
@@ -333,27 +336,28 @@ impl IoOps {
                     sgl_threshold: data.sgl_threshold,
                 };
                 let nseg = u32::try_from(segs.len()).unwrap_or(u32::MAX);
-                let (dptr, page) = if policy.use_sgls(u64::from(rq.bytes()), nseg) {
-                    dptr::build_sgl(segs, &data.pool)
+                let dptr = if policy.use_sgls(u64::from(rq.bytes()), nseg) {
+                    dptr::build_sgl(segs, &data.pool, &mut res.lists)
                 } else {
-                    dptr::build(segs, &data.pool, &data.prp_stats)
+                    dptr::build(segs, &data.pool, &data.prp_stats, &mut res.lists)
                 }
                 .map_err(prep_status)?;
-                let cmd = if write {
+                *cmd = if write {
                     SubmissionEntry::write(ns.nsid, slba, blocks, rq.is_fua(), dptr)
                 } else {
                     SubmissionEntry::read(ns.nsid, slba, blocks, dptr)
                 }
                 .map_err(|_| BlkStatus::IOERR)?;
-                res._map = Some(map);
-                res._lists = page;
-                Ok(cmd)
+                Ok(())
             }
-            Op::Flush => Ok(SubmissionEntry::flush(ns.nsid)),
+            Op::Flush => {
+                *cmd = SubmissionEntry::flush(ns.nsid);
+                Ok(())
+            }
             Op::WriteZeroes => {
-                let cmd = SubmissionEntry::write_zeroes(ns.nsid, slba, blocks, false)
+                *cmd = SubmissionEntry::write_zeroes(ns.nsid, slba, blocks, false)
                     .map_err(|_| BlkStatus::IOERR)?;
-                Ok(cmd)
+                Ok(())
             }
             Op::Discard => {
                 let page = DmaPool::alloc(&data.pool).map_err(prep_status)?;
@@ -371,29 +375,27 @@ impl IoOps {
                 if n == 0 {
                     return Err(BlkStatus::IOERR);
                 }
-                let cmd = SubmissionEntry::dsm_deallocate(
+                *cmd = SubmissionEntry::dsm_deallocate(
                     ns.nsid,
                     n,
                     nvme::DataPointer::prp(page.dma_handle(), 0),
                 )
                 .map_err(|_| BlkStatus::IOERR)?;
-                res._lists = ListPages::one(page);
-                Ok(cmd)
+                res.lists = Some(ListPages::one(page));
+                Ok(())
             }
             Op::Other(op) if crate::passthru::is_user_op(op) => {
-                crate::passthru::prepare(data, rq, op, res)
+                *cmd = crate::passthru::prepare(data, rq, op, res)?;
+                Ok(())
             }
             Op::Other(_) => Err(BlkStatus::NOTSUPP),
         }
     }
 
-    /// Prepares `rq` for a submission (`nvme_prep_rq()`): builds its command, keeps the
-    /// resources it needs in the PDU and resets the per-submission state. Returns the tag and
-    /// the command; on `Err` the request holds nothing.
-    fn prep(
-        data: &IoData,
-        rq: &mut OwnedRequest<Self>,
-    ) -> Result<(u16, SubmissionEntry), BlkStatus> {
+    /// Prepares `rq` for a submission (`nvme_prep_rq()`): builds its command and keeps it
+    /// and the resources it needs in the PDU, and resets the per-submission state. Returns the
+    /// tag; on `Err` the request holds nothing.
+    fn prep(data: &IoData, rq: &mut OwnedRequest<Self>) -> Result<u16, BlkStatus> {
         let tag = rq
             .tag()
             .and_then(|t| u16::try_from(t).ok())
@@ -402,22 +404,21 @@ impl IoOps {
         // afterwards cost several copies of a few hundred bytes per I/O (`memcpy` calls).
         let (r, owned) = rq.split_owned();
         let o = owned.insert(IoOwned {
-            _res: RqOwned::none(),
-            sqe: None,
+            res: RqOwned::none(),
+            sqe: SubmissionEntry::new(0, 0),
+            prepared: false,
         });
-        let cmd = match Self::prepare(data, r, &mut o._res) {
-            Ok(cmd) => cmd,
-            Err(e) => {
-                *owned = None;
-                return Err(e);
-            }
-        };
+        if let Err(e) = Self::prepare(data, r, &mut o.res, &mut o.sqe) {
+            *owned = None;
+            return Err(e);
+        }
         let sh = r.shared();
         sh.status.store(BlkStatus::OK.as_raw(), Ordering::Relaxed);
         // A new submission: whoever sees its completion first completes it.
         sh.completing.store(false, Ordering::Relaxed);
         sh.aborted.store(false, Ordering::Relaxed);
-        Ok((tag, cmd))
+        o.prepared = true;
+        Ok(tag)
     }
 
     /// Writes the commands of `submit`, prepared requests of hardware queue `hctx_idx`, under
@@ -440,9 +441,16 @@ impl IoOps {
         let mut batch = q.batch();
         while let Some(mut rq) = submit.pop() {
             let tag = rq.tag().and_then(|t| u16::try_from(t).ok());
-            let cmd = rq.owned_mut().as_mut().and_then(|o| o.sqe.take());
+            let cmd = rq
+                .owned_mut()
+                .as_mut()
+                .filter(|o| o.prepared)
+                .map(|o| {
+                    o.prepared = false;
+                    &mut o.sqe
+                });
             let pushed = match (tag, cmd) {
-                (Some(tag), Some(mut cmd)) => batch.push(tag, &mut cmd),
+                (Some(tag), Some(cmd)) => batch.push(tag, cmd),
                 _ => Err(SubmitError::Cid),
             };
             match pushed {
@@ -477,14 +485,11 @@ impl IoOps {
         let (mut batched, mut single) = (0u32, 0u32);
         let (mut reports, mut mmio) = (0u32, 0u32);
         loop {
-            let mut done = [Done::EMPTY; DRAIN_BATCH];
-            let dr = q.drain(&mut done);
-            reports += u32::from(dr.reported);
-            mmio += u32::from(dr.mmio);
-            for d in done.iter().take(dr.n) {
+            // Each completion is handled as the ring gives it, under the CQ lock.
+            let dr = q.drain(|d: Done| {
                 let Some(rq) = lookup(u32::from(d.tag)) else {
                     warn_limited!("queue {}: no request for tag {}\n", q.qid(), d.tag);
-                    continue;
+                    return;
                 };
                 rq.shared().pt.completed(d.status, d.result);
                 let status = nvme::BlkStatus::from_nvme(d.status);
@@ -492,7 +497,7 @@ impl IoOps {
                     // Fault injection: drop the completion; the timeout handler ends the
                     // request (the command is no longer in flight).
                     rq.shared().status.store(status.value(), Ordering::Relaxed);
-                    continue;
+                    return;
                 }
                 // The command id table let this tag through once per submission.
                 match RqShared::complete(rq, status.value(), batch.as_deref_mut()) {
@@ -500,7 +505,9 @@ impl IoOps {
                     Completed::Single => single += 1,
                     Completed::Not => {}
                 }
-            }
+            });
+            reports += u32::from(dr.reported);
+            mmio += u32::from(dr.mmio);
             if !dr.more {
                 data.batch_stats.add(Counter::CompletionsBatched, batched);
                 data.batch_stats.add(Counter::CompletionsSingle, single);
@@ -528,9 +535,16 @@ impl Operations for IoOps {
             return Err(BlkStatus::IOERR);
         }
         let q = data.queues.get(hctx_idx as usize).ok_or(BlkStatus::IOERR)?;
-        let (tag, mut cmd) = Self::prep(data, &mut rq)?;
+        let tag = Self::prep(data, &mut rq)?;
         rq.start();
-        if let Err(e) = q.submit(tag, &mut cmd, last) {
+        let pushed = match rq.owned_mut().as_mut() {
+            Some(o) => {
+                o.prepared = false;
+                q.submit(tag, &mut o.sqe, last)
+            }
+            None => Err(SubmitError::Cid),
+        };
+        if let Err(e) = pushed {
             // Not submitted: release the mappings before blk-mq ends or requeues it.
             *rq.owned_mut() = None;
             warn_limited!("queue {}: submit failed: {:?}\n", q.qid(), e);
@@ -567,12 +581,8 @@ impl Operations for IoOps {
                 continue;
             }
             match Self::prep(data, &mut rq) {
-                Ok((_, cmd)) => {
-                    if let Some(o) = rq.owned_mut().as_mut() {
-                        o.sqe = Some(cmd);
-                    }
-                    submit.push_tail(rq);
-                }
+                // The command waits in the PDU for `submit_list`.
+                Ok(_) => submit.push_tail(rq),
                 // Nothing held: `queue_rq` prepares it again and returns the status.
                 Err(_) => requeue.push_tail(rq),
             }

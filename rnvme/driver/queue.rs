@@ -34,8 +34,6 @@ use nvme::{
 /// What one [`Queue::drain`] did.
 #[derive(Clone, Copy)]
 pub(crate) struct Drained {
-    /// Valid completions stored.
-    pub(crate) n: usize,
     /// The batch was used up: the ring may hold more.
     pub(crate) more: bool,
     /// The head was reported to the controller (shadow or MMIO doorbell).
@@ -53,15 +51,6 @@ pub(crate) struct Done {
     pub(crate) status: Status,
     /// Command specific result (dwords 0 and 1).
     pub(crate) result: u64,
-}
-
-impl Done {
-    /// A placeholder for output arrays.
-    pub(crate) const EMPTY: Self = Self {
-        tag: 0,
-        status: Status::from_raw(0),
-        result: 0,
-    };
 }
 
 /// Most entries of one submission queue (and tags of one hardware queue + 1).
@@ -473,15 +462,18 @@ impl Queue {
         }
     }
 
-    /// Takes up to [`DRAIN_BATCH`] new entries off the ring, stores the valid ones in `out`,
-    /// each resolved to its tag, then writes the head doorbell unless it is deferred. Invalid
+    /// Takes up to [`DRAIN_BATCH`] new entries off the ring, hands each valid one to `each`,
+    /// resolved to its tag, then writes the head doorbell unless it is deferred. Invalid
     /// entries (bad phase, queue id, SQ head, unknown or stale command id) are reported and
     /// dropped whole: no field of an entry is used before all are validated
-    /// (`nvme::accept_completion`). Returns how many were stored, whether the ring may hold
-    /// more (the batch was used up, so the caller drains again), and which doorbell was
-    /// written.
-    pub(crate) fn drain(&self, out: &mut [Done; DRAIN_BATCH]) -> Drained {
-        let mut n = 0;
+    /// (`nvme::accept_completion`). Returns whether the ring may hold more (the batch was used
+    /// up, so the caller drains again), and which doorbell was written.
+    ///
+    /// `each` runs under the queue's CQ lock, with interrupts off, as `nvme_poll_cq()`
+    /// completes requests under `cq_poll_lock` in the C driver: it may complete and end
+    /// requests but must not drain this queue or ask [`Queue::pending`]. (Collecting the
+    /// completions into an array first cost a 256-byte `memset` per drain.)
+    pub(crate) fn drain(&self, mut each: impl FnMut(Done)) -> Drained {
         let mut more = true;
         let (mut reported, mut mmio) = (false, false);
         let mut side = self.cq_lock.lock();
@@ -505,14 +497,11 @@ impl Queue {
             let tail = self.sq_tail.load(Ordering::Acquire);
             match nvme::accept_shared(&mut r.sq_head, tail, &self.cids, &c) {
                 Ok(tag) => {
-                    if let Some(slot) = out.get_mut(n) {
-                        *slot = Done {
-                            tag,
-                            status: c.status,
-                            result: c.result,
-                        };
-                        n += 1;
-                    }
+                    each(Done {
+                        tag,
+                        status: c.status,
+                        result: c.result,
+                    });
                 }
                 Err(e) => {
                     warn_limited!("queue {}: {}\n", self.qid, e);
@@ -528,7 +517,6 @@ impl Queue {
             }
         }
         Drained {
-            n,
             more,
             reported,
             mmio,

@@ -104,6 +104,7 @@ fn nlb_field(blocks: u32) -> Result<u32, CmdError> {
 }
 
 impl SubmissionEntry {
+    #[inline]
     fn lba_command(op: u8, nsid: u32, slba: u64, blocks: u32) -> Result<Self, CmdError> {
         let nlb = nlb_field(blocks)?;
         let mut c = Self::new(op, nsid);
@@ -130,6 +131,7 @@ impl SubmissionEntry {
     /// assert!(SubmissionEntry::read(1, 0, 65537, DataPointer::NONE).is_err());
     /// # Ok::<(), nvme::CmdError>(())
     /// ```
+    #[inline]
     pub fn read(nsid: u32, slba: u64, blocks: u32, dptr: DataPointer) -> Result<Self, CmdError> {
         let mut c = Self::lba_command(io_opcode::READ, nsid, slba, blocks)?;
         c.set_data_pointer(dptr);
@@ -151,6 +153,7 @@ impl SubmissionEntry {
     /// assert_eq!((c.opcode(), c.cdw(12)), (0x01, Some(1 << 30 | 0xffff)));
     /// # Ok::<(), nvme::CmdError>(())
     /// ```
+    #[inline]
     pub fn write(
         nsid: u32,
         slba: u64,

@@ -4,6 +4,8 @@
 //!
 //! C header: [`include/linux/dma-mapping.h`](srctree/include/linux/dma-mapping.h)
 
+use core::mem::MaybeUninit;
+
 use bvec::Bvec;
 use kernel::{bindings, prelude::*, sync::Arc};
 
@@ -40,16 +42,26 @@ pub struct MappedSegment {
 ///
 /// # Invariants
 ///
-/// The first `n` entries of `segs` are live `dma_map_page_attrs` mappings for `dev` in
-/// direction `dir`, unmapped only by the drop.
-#[derive(Debug)]
+/// `n <= N`, and the first `n` entries of `segs` are initialised and are live
+/// `dma_map_page_attrs` mappings for `dev` in direction `dir`, unmapped only by the drop. The
+/// entries after them are never read: a table is not cleared when it is made (for the
+/// 128-entry table of a large request that was a 2 KiB `memset` per I/O).
 pub struct Mapping<const N: usize> {
     /// Shared through an `Arc`: a mapping made per I/O takes a plain reference count, not a
     /// `get_device()`/`put_device()` pair (three calls each way).
     dev: Arc<pci::Device>,
     dir: Direction,
-    segs: [MappedSegment; N],
+    segs: [MaybeUninit<MappedSegment>; N],
     n: usize,
+}
+
+impl<const N: usize> core::fmt::Debug for Mapping<N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Mapping")
+            .field("dir", &self.dir)
+            .field("segs", &self.segments())
+            .finish()
+    }
 }
 
 impl<const N: usize> Mapping<N> {
@@ -59,7 +71,7 @@ impl<const N: usize> Mapping<N> {
         Self {
             dev: dev.clone(),
             dir,
-            segs: [MappedSegment::default(); N],
+            segs: [MaybeUninit::uninit(); N],
             n: 0,
         }
     }
@@ -73,13 +85,12 @@ impl<const N: usize> Mapping<N> {
     ) -> Result<KBox<Self>> {
         let mut b = KBox::<Self>::new_uninit(flags)?;
         let p = b.as_mut_ptr();
-        // SAFETY: `p` is valid, aligned, uninitialised memory for a `Self`; every field is
-        // written once below (the table zeroed first, which is a valid `MappedSegment`:
-        // `addr` 0, `len` 0), so it is initialised before `assume_init`.
+        // SAFETY: `p` is valid, aligned, uninitialised memory for a `Self`; every field but
+        // the table is written once below, and the table is an array of `MaybeUninit`, which
+        // needs no initialisation, so the value is initialised before `assume_init`.
         unsafe {
             core::ptr::addr_of_mut!((*p).dev).write(dev.clone());
             core::ptr::addr_of_mut!((*p).dir).write(dir);
-            core::ptr::addr_of_mut!((*p).segs).write_bytes(0, 1);
             core::ptr::addr_of_mut!((*p).n).write(0);
         }
         // INVARIANT: no mapping yet.
@@ -99,9 +110,9 @@ impl<const N: usize> Mapping<N> {
     /// against the direction (e.g. the pages of an in-flight request), until this value is
     /// dropped.
     pub unsafe fn map(&mut self, seg: &Bvec<KPage>) -> Result {
-        if self.n >= N {
-            return Err(ENOSPC);
-        }
+        // The entry after the live ones (none when `N` are mapped); a field of its own, so
+        // `dev` and `dir` stay readable below.
+        let slot = self.segs.get_mut(self.n).ok_or(ENOSPC)?;
         let mut addr = 0u64;
         // SAFETY: `dev` is valid; `seg` is `len` bytes at `offset` in physically contiguous
         // pages starting at `page` (the `Bvec` invariant and the function contract); `addr` is
@@ -119,25 +130,27 @@ impl<const N: usize> Mapping<N> {
         if rc != 0 {
             return Err(EIO);
         }
-        let slot = self.segs.get_mut(self.n).ok_or(ENOSPC)?;
-        *slot = MappedSegment {
+        slot.write(MappedSegment {
             addr,
             len: seg.len(),
-        };
-        // INVARIANT: entry `n` is now a live mapping.
+        });
+        // INVARIANT: entry `n` is now initialised and a live mapping.
         self.n += 1;
         Ok(())
     }
 
     /// The mapped segments, in order.
     pub fn segments(&self) -> &[MappedSegment] {
-        self.segs.get(..self.n).unwrap_or(&[])
+        let live = self.segs.get(..self.n).unwrap_or(&[]);
+        // SAFETY: the first `n` entries are initialised (type invariant), and
+        // `MaybeUninit<MappedSegment>` has the layout of `MappedSegment`.
+        unsafe { core::slice::from_raw_parts(live.as_ptr().cast::<MappedSegment>(), live.len()) }
     }
 }
 
 impl<const N: usize> Drop for Mapping<N> {
     fn drop(&mut self) {
-        for s in self.segs.iter().take(self.n) {
+        for s in self.segments() {
             // SAFETY: a live mapping of `dev` in `dir` (type invariant), unmapped once here.
             unsafe {
                 bindings::dma_unmap_page_attrs(

@@ -84,18 +84,14 @@ pub(super) fn exec(inner: &Inner, cmd: &UserCmd, mut entry: SubmissionEntry) -> 
         None
     };
     // The PRP list pages, if any: live until the command is over (freed by their drop).
-    let _list = match &buf {
-        Some(b) => {
-            let seg = [MappedSegment {
-                addr: b.dma_handle(),
-                len: len as u32,
-            }];
-            let (dp, page) = dptr::build(&seg, &io.pool, &io.prp_stats)?;
-            entry.set_data_pointer(dp);
-            page
-        }
-        None => dptr::ListPages::none(),
-    };
+    let mut _list = None;
+    if let Some(b) = &buf {
+        let seg = [MappedSegment {
+            addr: b.dma_handle(),
+            len: len as u32,
+        }];
+        entry.set_data_pointer(dptr::build(&seg, &io.pool, &io.prp_stats, &mut _list)?);
+    }
 
     // One admin command at a time (the admin lock); on every error path (a timeout included,
     // after which the controller is disabled) `buf` and `_list` are freed by their drops.

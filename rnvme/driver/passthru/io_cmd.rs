@@ -95,7 +95,7 @@ pub(crate) fn is_user_op(op: u32) -> bool {
 }
 
 /// What a passthrough command holds until it completes: its mappings and PRP list pages.
-pub(crate) type Held = (Option<KBox<Mapping<MAX_SEGS>>>, ListPages);
+pub(crate) type Held = (Option<KBox<Mapping<MAX_SEGS>>>, Option<ListPages>);
 
 /// Builds the command of passthrough request `rq` for `queue_rq`: the stored command with the
 /// data pointer of the request's mapped segments (PRPs); what it holds goes into `res`. Not
@@ -146,7 +146,7 @@ fn prepare_cmd(
         return Ok((cmd, (None, page?)));
     }
     if rq.bytes() == 0 {
-        return Ok((cmd, (None, ListPages::none())));
+        return Ok((cmd, (None, None)));
     }
     let mut map = Mapping::<MAX_SEGS>::new_boxed(&data.dev, dir, GFP_ATOMIC)
         .map_err(|_| BlkStatus::RESOURCE)?;
@@ -161,8 +161,9 @@ fn prepare_cmd(
     })?;
     // A user buffer the PRP rules cannot describe (e.g. a segment not ending on a controller
     // page) fails the command, as `nvme_pci_setup_prps()` does ("Invalid SGL for payload").
-    let (dp, page) =
-        dptr::build(map.segments(), &data.pool, &data.prp_stats).map_err(|_| BlkStatus::IOERR)?;
+    let mut page = None;
+    let dp = dptr::build(map.segments(), &data.pool, &data.prp_stats, &mut page)
+        .map_err(|_| BlkStatus::IOERR)?;
     cmd.set_data_pointer(dp);
     Ok((cmd, (Some(map), page)))
 }
@@ -177,7 +178,7 @@ fn premapped(
     cmd: &mut SubmissionEntry,
     tag: &Tag,
     write: bool,
-) -> Result<ListPages, BlkStatus> {
+) -> Result<Option<ListPages>, BlkStatus> {
     let offset = pt.tag_offset.load(Ordering::Relaxed);
     let len = pt.tag_len.load(Ordering::Relaxed);
     let page = match premap_prps(tag, tag.list_dma(), TagRange { offset, len })
@@ -185,7 +186,7 @@ fn premapped(
     {
         PremapPrps::Direct { prp1, prp2 } => {
             cmd.set_data_pointer(DataPointer::prp(prp1, prp2));
-            ListPages::none()
+            None
         }
         PremapPrps::PerIoList { prp1, entries } => {
             let (prp2, lists) = ListPages::prp_list(
@@ -197,7 +198,7 @@ fn premapped(
             .map_err(prep_status)?;
             cmd.set_data_pointer(DataPointer::prp(prp1, prp2));
             tag.count(Counter::IoPremappedListPerIo);
-            lists
+            Some(lists)
         }
     };
     tag.buf().sync_for_device(offset, len, write);

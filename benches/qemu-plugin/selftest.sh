@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Self-test of the instruction-count profiler (scripts/profile-fio.sh --insns), run by
+# scripts/test-all.sh: builds benches/qemu-plugin/tbcount.c with -Werror and
+#  1. loads it into QEMU (TCG, the firmware alone, 3 s): the plugin must write a snapshot with
+#     counted blocks whose instructions add up to more than a million (the firmware's boot);
+#  2. checks benches/tb_profile.py against a hand-made snapshot, System.map and guest log whose
+#     per-I/O figures are computed here by hand: attribution to the right function (kernel and
+#     module), user space lumped, the right mark per run, division by the run's I/Os, and the
+#     rnvme - C difference.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "tbcount selftest: FAIL: $*" >&2; exit 1; }
+
+cc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$tmp/tbcount.so" "$here/tbcount.c" -lpthread
+
+# 1. In QEMU. SIGTERM makes QEMU shut down cleanly, which runs the plugin's exit snapshot.
+timeout -s TERM 3 qemu-system-x86_64 -accel tcg -display none -m 64 -nodefaults \
+    -plugin "$tmp/tbcount.so,out=$tmp/dump.txt" >/dev/null 2>&1 || true
+[[ -s "$tmp/dump.txt" ]] || fail "QEMU wrote no snapshot"
+head -n1 "$tmp/dump.txt" | grep -qx 'mark 1' || fail "the snapshot does not start with 'mark 1'"
+total=$(awk 'NR > 1 { s += $2 * $3 } END { printf "%d", s }' "$tmp/dump.txt")
+((total > 1000000)) || fail "only $total instructions counted"
+echo "tbcount selftest: QEMU run: $(($(wc -l < "$tmp/dump.txt") - 1)) blocks, $total instructions"
+
+# 2. The analysis, on known input. Kernel text: f_a at ...1000, f_b at ...2000; module function
+# m_x at ffffffffa0000000. Run 1 (rnvme, 10 I/Os) is mark 2, run 2 (nvme, 5 I/Os) is mark 4.
+cat > "$tmp/System.map" <<'EOF'
+ffffffff81001000 T f_a
+ffffffff81002000 t f_b
+ffffffff81003000 D some_data
+EOF
+cat > "$tmp/guest.log" <<'EOF'
+fio-profile-ksym ffffffffa0000000 t m_x	[rnvme]
+fio-profile wl dev=rnvme ios=10 irqs=10 irqs_per_io=1.000 marker=1 smark=2
+fio-profile wl dev=nvme ios=5 irqs=5 irqs_per_io=1.000 marker=3 smark=4
+EOF
+cat > "$tmp/dump2.txt" <<'EOF'
+mark 1
+ffffffff81001000 4 1000
+mark 2
+ffffffff81001000 4 10
+ffffffff81001010 6 5
+ffffffff81002004 3 10
+ffffffffa0000020 7 20
+400000 2 50
+mark 3
+ffffffff81002000 9 99
+mark 4
+ffffffff81001000 4 5
+ffffffff81002000 2 15
+EOF
+python3 "$here/../tb_profile.py" --dump "$tmp/dump2.txt" --system-map "$tmp/System.map" \
+    --log "$tmp/guest.log" > "$tmp/out.txt"
+# rnvme: f_a (4*10 + 6*5)/10 = 7, f_b 3*10/10 = 3, m_x 7*20/10 = 14, user 2*50/10 = 10,
+# kernel 24 (modules 14). nvme: f_a 4*5/5 = 4, f_b 2*15/5 = 6, kernel 10.
+expect() { grep -qxF "$1" "$tmp/out.txt" || { cat "$tmp/out.txt" >&2; fail "missing line: $1"; }; }
+expect "fio-insns wl dev=rnvme: ios 10, instructions per I/O: kernel 24 (modules 14), user 10"
+expect "fio-insns wl dev=nvme: ios 5, instructions per I/O: kernel 10 (modules 0), user 0"
+expect "fio-insns-sym wl dev=rnvme 14.0 m_x [rnvme]"
+expect "fio-insns-sym wl dev=rnvme 7.0 f_a"
+expect "fio-insns-sym wl dev=nvme 6.0 f_b"
+expect "fio-insns-diff wl [kernel total] rnvme 24.0 c 10.0 diff +14.0"
+expect "fio-insns-diff wl f_b rnvme 3.0 c 6.0 diff -3.0"
+expect "fio-insns-diff wl f_a rnvme 7.0 c 4.0 diff +3.0"
+echo "tbcount selftest: analysis: 8 expected lines found"
