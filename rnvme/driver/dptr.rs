@@ -113,6 +113,20 @@ impl ListPages {
         self.pages.iter().filter(|p| p.is_some()).count()
     }
 
+    /// `block`, filled as a one-page PRP list, counted in `stats` as [`ListPages::prp_list`]
+    /// counts one.
+    fn prp_page(block: PoolBlock, stats: &Arc<PrpStats>) -> Self {
+        let mut this = Self::none();
+        if let Some(slot) = this.pages.first_mut() {
+            *slot = Some(block);
+        }
+        stats.add(Counter::PagesLive, 1);
+        stats.add(Counter::Pages, 1);
+        stats.add(Counter::Lists, 1);
+        this.stats = Some(stats.clone());
+        this
+    }
+
     /// `n` pages from `pool` for a PRP list, counted in `stats`.
     fn alloc(pool: &Arc<DmaPool>, n: usize, stats: &Arc<PrpStats>) -> Result<Self> {
         if n > MAX_LIST_PAGES {
@@ -199,6 +213,27 @@ pub(crate) fn build(
         if let Some((prp1, prp2)) = nvme::prp_simple(DmaSegment::new(one.addr, one.len)) {
             return Ok(DataPointer::prp(prp1, prp2));
         }
+    }
+    // A list that fits one page (transfers up to 2 MiB): checked and written in one pass over
+    // the segments, straight into the page (`nvme::prp_fill`). The count below checks nothing;
+    // the fill checks every rule.
+    let count = segs.iter().fold(0usize, |n, s| {
+        let pages = ((s.addr & (u64::from(NVME_CTRL_PAGE_SIZE) - 1)) + u64::from(s.len))
+            .div_ceil(u64::from(NVME_CTRL_PAGE_SIZE));
+        n.saturating_add(pages as usize)
+    });
+    if (3..=nvme::PRPS_PER_PAGE + 1).contains(&count) {
+        let mut block = DmaPool::alloc(pool)?;
+        // SAFETY: allocated just above: no command names it yet.
+        let words = unsafe { block.as_words_mut() };
+        let room = words.len();
+        let fill = nvme::prp_fill(dma_segs(segs), words).map_err(|_| EINVAL)?;
+        if fill.list_entries + 1 == count && fill.list_entries <= room {
+            let prp2 = block.dma_handle();
+            *lists = Some(ListPages::prp_page(block, stats));
+            return Ok(DataPointer::prp(fill.prp1, prp2));
+        }
+        // A pool block smaller than a page (not this driver's): the planned path below.
     }
     let plan = nvme::plan_prps_iter(dma_segs(segs)).map_err(|_| EINVAL)?;
     let mut entries = nvme::prp_entries(dma_segs(segs));

@@ -146,8 +146,8 @@ pub use premap_list::{
     PREMAP_LIST_DATA_SLOTS,
 };
 pub use prp::{
-    build_prps, plan_prps, plan_prps_iter, prp_entries, prp_simple, PrpEntries, PrpListPage,
-    PrpLists, PrpPlan, PrpPool, Prps, PRPS_PER_PAGE, PRP_SMALL_POOL_ENTRIES,
+    build_prps, plan_prps, plan_prps_iter, prp_entries, prp_fill, prp_simple, PrpEntries, PrpFill,
+    PrpListPage, PrpLists, PrpPlan, PrpPool, Prps, PRPS_PER_PAGE, PRP_SMALL_POOL_ENTRIES,
 };
 pub use prp_chain::{
     chained_slot, PrpListLayout, PrpListRun, PRP_LIST_DATA_SLOTS, PRP_MAX_LIST_PAGES,

@@ -228,6 +228,95 @@ pub fn plan_prps_iter<I: IntoIterator<Item = DmaSegment>>(segs: I) -> Result<Prp
     Ok(PrpPlan::for_entries(entries))
 }
 
+/// What [`prp_fill`] found: PRP1 and how many list entries the transfer needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PrpFill {
+    /// The first byte of the transfer.
+    pub prp1: u64,
+    /// PRP entries after PRP1 (the transfer's controller pages but the first). When it is at
+    /// most the list's length, they were all written to the list's first slots.
+    pub list_entries: usize,
+}
+
+/// Checks `segs` against the PRP rules and writes the entries after PRP1 (little-endian) into
+/// `list`, in one pass over the segments: the per-I/O path of a multi-segment transfer whose
+/// list fits one page (`nvme_pci_setup_prps()` fills its list the same way, entry by entry).
+/// Entries past `list.len()` are counted but not written; the caller then needs a chained list
+/// ([`build_prps`]). The rules, their order and the errors are [`plan_prps_iter`]'s, and for
+/// valid segments the entries are [`prp_entries`]' after the first.
+///
+/// # Errors
+///
+/// As [`plan_prps_iter`]; `list` may then have been partly written.
+///
+/// # Examples
+///
+/// ```
+/// use nvme::{prp_fill, DmaSegment, PrpFill};
+/// let mut list = [0u64; 4];
+/// let segs = [DmaSegment::new(0x1800, 6144), DmaSegment::new(0x9000, 100)];
+/// assert_eq!(prp_fill(segs, &mut list)?, PrpFill { prp1: 0x1800, list_entries: 2 });
+/// assert_eq!(list[..2], [0x2000u64.to_le(), 0x9000u64.to_le()]);
+/// # Ok::<(), nvme::DptrError>(())
+/// ```
+#[inline]
+pub fn prp_fill<I: IntoIterator<Item = DmaSegment>>(
+    segs: I,
+    list: &mut [u64],
+) -> Result<PrpFill, DptrError> {
+    let page = u64::from(NVME_CTRL_PAGE_SIZE);
+    let mut segs = segs.into_iter();
+    let mut cur = segs.next().ok_or(DptrError::NoSegments)?;
+    if cur.len == 0 {
+        return Err(DptrError::ZeroLength { index: 0 });
+    }
+    let mut end = cur.end().ok_or(DptrError::AddressOverflow { index: 0 })?;
+    if cur.addr & 3 != 0 {
+        return Err(DptrError::FirstNotDwordAligned { addr: cur.addr });
+    }
+    let prp1 = cur.addr;
+    // The first segment's entries after PRP1 start at its second page.
+    let mut next = (cur.addr & !CTRL_PAGE_MASK).checked_add(page);
+    let mut n = 0usize;
+    let mut index = 0usize;
+    loop {
+        // This segment's entries from `next` on: the page starts below its end.
+        while let Some(e) = next.filter(|&e| e < end) {
+            if let Some(slot) = list.get_mut(n) {
+                *slot = e.to_le();
+            }
+            n = n
+                .checked_add(1)
+                .ok_or(DptrError::AddressOverflow { index })?;
+            next = e.checked_add(page);
+        }
+        let Some(seg) = segs.next() else {
+            break;
+        };
+        // Not the last: it must end on a page.
+        if end & CTRL_PAGE_MASK != 0 {
+            return Err(DptrError::EndNotPageAligned { index, end });
+        }
+        index += 1;
+        cur = seg;
+        if cur.len == 0 {
+            return Err(DptrError::ZeroLength { index });
+        }
+        end = cur.end().ok_or(DptrError::AddressOverflow { index })?;
+        if cur.addr & CTRL_PAGE_MASK != 0 {
+            return Err(DptrError::StartNotPageAligned {
+                index,
+                addr: cur.addr,
+            });
+        }
+        next = Some(cur.addr);
+    }
+    Ok(PrpFill {
+        prp1,
+        list_entries: n,
+    })
+}
+
 /// PRP1 and PRP2 of a transfer that is one segment of at most two controller pages: the case
 /// `nvme_setup_prp_simple()` in `drivers/nvme/host/pci.c` handles without a list. PRP2 is the
 /// second page's start, or 0 when the segment stays in its first page. `None` when the

@@ -390,6 +390,51 @@ proptest! {
         }
     }
 
+    /// The one-pass fill of a one-page list (`nvme::prp_fill`, the driver's multi-segment
+    /// path): accepted exactly when the independent rule check accepts, with the independent
+    /// entry count, and the list it wrote walks back to the segments. Arbitrary segments (most
+    /// break a rule) and valid ones (long enough to need a list), and lists too short for them.
+    #[test]
+    fn prp_fill_matches_the_rules_and_walks_back(
+        segs in prop_oneof![
+            prp_segments(),
+            prop::collection::vec(
+                (0u64..64, prop_oneof![Just(0u64), 0u64..4096], prop_oneof![Just(4096u32), 0u32..9000]),
+                1..5,
+            )
+            .prop_map(|raw| raw.iter().map(|&(p, o, l)| DmaSegment::new(p * 4096 + o, l)).collect()),
+        ],
+        cap in prop_oneof![Just(512usize), 0usize..600],
+    ) {
+        const LIST: u64 = 0x7_7777_0000;
+        let raw: Vec<(u64, u32)> = segs.iter().map(|s| (s.addr, s.len)).collect();
+        let mut list = vec![0u64; cap];
+        match nvme::prp_fill(segs.iter().copied(), &mut list) {
+            Err(_) => prop_assert!(!prp_valid(&segs)),
+            Ok(f) => {
+                prop_assert!(prp_valid(&segs));
+                prop_assert_eq!(f.prp1, segs[0].addr);
+                prop_assert_eq!(f.list_entries as u64 + 1, prp_entries(&raw));
+                // Walk it as a controller would when it fits the page: PRP2 is the entry
+                // itself for two entries, else the list's address.
+                if f.list_entries <= cap.min(512) && f.list_entries >= 1 {
+                    let mut mem = BusMemory::default();
+                    let prp2 = if f.list_entries == 1 {
+                        u64::from_le(list[0])
+                    } else {
+                        let mut page = list[..f.list_entries].to_vec();
+                        page.resize(512, 0);
+                        mem.pages.insert(LIST, page);
+                        LIST
+                    };
+                    let total: u64 = segs.iter().map(|s| u64::from(s.len)).sum();
+                    let ranges = walk_prps(f.prp1, prp2, total, &mem).map_err(TestCaseError::fail)?;
+                    prop_assert_eq!(coalesce(&ranges), coalesce(&ranges_of(&segs)));
+                }
+            }
+        }
+    }
+
     /// The one-segment fast path (`nvme_setup_prp_simple()`): PRPs exactly when the
     /// independent rule check accepts the segment and it touches at most two controller pages,
     /// and then a controller walks them back to the segment, with PRP2 0 when it is unused.

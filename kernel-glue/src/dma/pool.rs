@@ -126,6 +126,27 @@ impl PoolBlock {
         self.pool.size == 0
     }
 
+    /// The block as 64-bit words (as many as fit; none if the block is not 8-byte aligned),
+    /// to fill it with plain stores before the device is told its address, as the C driver
+    /// fills a PRP list (`prp_list[i] = cpu_to_le64(dma_addr)` in `nvme_pci_setup_prps()`).
+    ///
+    /// # Safety
+    ///
+    /// The device must not access the block while the returned slice lives: no command the
+    /// controller may be processing names the block.
+    #[inline]
+    pub unsafe fn as_words_mut(&mut self) -> &mut [u64] {
+        let p = self.cpu.as_ptr();
+        if p as usize % 8 != 0 {
+            return &mut [];
+        }
+        // SAFETY: `cpu` is the block's `size` bytes of coherent memory, owned by this value
+        // (type invariant) and borrowed exclusively through `&mut self`; 8-byte aligned
+        // (checked above); the device does not access it meanwhile (function contract); every
+        // bit pattern is a valid `u64`.
+        unsafe { core::slice::from_raw_parts_mut(p.cast::<u64>(), self.pool.size / 8) }
+    }
+
     /// Stores `value` little-endian at byte `offset` (one volatile 8-byte store), if the
     /// offset is 8-byte aligned and the value fits: a PRP entry or half an SGL descriptor.
     ///
