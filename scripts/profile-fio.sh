@@ -72,7 +72,7 @@ if [[ -n "$insns" ]]; then
     dumpf="$RNVME_WORK/logs/fio-profile-insns-$stamp.txt"
     plugin=(-plugin "$so,out=$dumpf,mark=$mark")
     # nokaslr: the kernel's addresses are System.map's.
-    insn_append="nokaslr rnvme_prof_perf=0 rnvme_prof_sync_marks=1 rnvme_prof_ios=$insns"
+    insn_append="nokaslr rnvme_prof_perf=0 rnvme_prof_sync_marks=1 rnvme_prof_ios=$insns rnvme_prof_alternate=1"
 fi
 log "host load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$q/run-guest.sh" -k normal -i "$img" --topology proof -t 3600 -l "$logf" \
@@ -87,7 +87,7 @@ awk '
     inrun && /pci_nvme_irq_msix/ { irq[seg]++ }
     END { for (s = 1; s <= seg; s += 2) printf "trace %d %d %d %d\n", s, sq[s] + 0, cq[s] + 0, irq[s] + 0 }
 ' "$tracef" > "$tracef.counts"
-tr -d '\r' < "$logf" | grep -aE '^fio-profile ' | while read -r _ wl dev ios irqs ipi marker; do
+tr -d '\r' < "$logf" | grep -aE '^fio-profile ' | while read -r _ wl dev ios irqs ipi marker _; do
     m=${marker#marker=}
     n=${ios#ios=}
     read -r _ _ sq cq mirq < <(awk -v m="$m" '$2 == m' "$tracef.counts") || true
@@ -96,7 +96,7 @@ tr -d '\r' < "$logf" | grep -aE '^fio-profile ' | while read -r _ wl dev ios irq
 done
 if ((timeline)); then
     python3 "$RNVME_REPO/benches/qemu_timeline.py" "$tracef" > "$tracef.timeline"
-    tr -d '\r' < "$logf" | grep -aE '^fio-profile ' | while read -r _ wl dev _ _ _ marker; do
+    tr -d '\r' < "$logf" | grep -aE '^fio-profile ' | while read -r _ wl dev _ _ _ marker _; do
         sed -n "s/^timeline ${marker} /fio-profile-timeline $wl ${dev#dev=}: /p" "$tracef.timeline"
     done
     rm -f "$tracef.timeline"

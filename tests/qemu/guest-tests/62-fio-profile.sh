@@ -28,7 +28,8 @@
 # both drivers do the same work), rnvme_prof_sync_marks=1 (a `sync` right before and right
 # after each fio run: the QEMU plugin of `scripts/profile-fio.sh --insns` snapshots its
 # instruction counts at each sync, and `fio-profile` lines carry smark=<n>, the number of the
-# sync that ended the run; the modules' symbols are printed as `fio-profile-ksym` lines).
+# sync that ended the run; the modules' symbols are printed as `fio-profile-ksym` lines),
+# rnvme_prof_alternate=1 (the driver that runs first alternates by workload).
 # Reported, never asserted.
 . /lib/rnvme/lib.sh
 
@@ -80,6 +81,7 @@ mark() { devmem $(($(bar0 "$1") + 12)) 32 > /dev/null; marker=$((marker + 1)); }
 
 cd /tmp || exit 1
 wls="${rnvme_prof_wl:-randread:4k:1,randread:4k:32,read:128k:8}"
+wi=0
 for d in "$dr" "$dc"; do
     echo "fio-profile-queue /dev/$d: scheduler $(cat /sys/block/"$d"/queue/scheduler)," \
         "nr_requests $(cat /sys/block/"$d"/queue/nr_requests), hw queues $(ls -d /sys/block/"$d"/mq/* | wc -l)"
@@ -87,7 +89,13 @@ done
 for w in $(echo "$wls" | tr , ' '); do
     set -- $(echo "$w" | tr : ' ')
     wl="$1-$2-qd$3"
-    for side in rnvme nvme; do
+    # rnvme_prof_alternate=1: the driver that goes first alternates by workload, so what a
+    # first run in a boot pays (e.g. the page cache's first activation of fio's pages) does
+    # not always land on the same driver.
+    sides="rnvme nvme"
+    if [ -n "$rnvme_prof_alternate" ] && [ $((wi % 2)) = 1 ]; then sides="nvme rnvme"; fi
+    wi=$((wi + 1))
+    for side in $sides; do
         if [ "$side" = rnvme ]; then b=$br d=$dr; else b=$bc d=$dc; fi
         i0=$(irq_total "$b")
         c0=$(cpu_counts "$b")
