@@ -101,7 +101,7 @@ if ((timeline)); then
     done
     rm -f "$tracef.timeline"
 fi
-tr -d '\r' < "$logf" | grep -aE '^fio-profile-(sym|batch|cpu|queue|dispatched|lat|ip|cputime) '
+tr -d '\r' < "$logf" | grep -aE '^fio-profile-(sym|batch|cpu|queue|dispatched|lat|ip) '
 if [[ -n "$dumpf" ]]; then
     python3 "$RNVME_REPO/benches/tb_profile.py" --dump "$dumpf" --system-map "$smap" --log "$logf" ||
         rc=1
