@@ -1,12 +1,13 @@
 //! Fuzz target `prp_build`: decode DMA segments and list storage, build PRPs and an SGL, and
-//! check them with the independent decoders of `dptr_walk`; then build PRPs for a range of a
+//! check them with the independent decoders of `dptr_walk`; fill a one-page list in one pass
+//! (`prp_fill`, the driver's path) and check it the same way; then build PRPs for a range of a
 //! premapped page table and compare them with per-I/O mapping of the same bytes.
 
 use std::collections::HashMap;
 
 use nvme::{
-    build_prps, build_prps_from_tag, build_sgl, DmaSegment, DptrError, PremappedPages, PrpLists,
-    SglDescriptor, TagRange,
+    build_prps, build_prps_from_tag, build_sgl, prp_fill, DmaSegment, DptrError, PremappedPages,
+    PrpLists, SglDescriptor, TagRange,
 };
 
 use super::input::Decoder;
@@ -83,6 +84,8 @@ pub fn run(data: &[u8]) {
         }
     }
 
+    check_fill(&segs, &raw);
+
     // SGL.
     let m = usize::from(d.u8() % 20);
     let mut list = vec![SglDescriptor::default(); m];
@@ -150,6 +153,37 @@ fn check_prps(
     }
     let total: u64 = raw.iter().map(|&(_, l)| u64::from(l)).sum();
     let ranges = walk_prps(p.prp1, p.prp2, total, &mem).expect("PRPs decode");
+    let want: Vec<(u64, u64)> = raw.iter().map(|&(a, l)| (a, u64::from(l))).collect();
+    assert_eq!(coalesce(&ranges), coalesce(&want));
+}
+
+/// The one-pass fill into one list page: accepted exactly when the rules are kept, with the
+/// independent entry count, and (when the list fits the page) a list that walks back to the
+/// segments.
+fn check_fill(segs: &[DmaSegment], raw: &[(u64, u32)]) {
+    let mut page = vec![0u64; 512];
+    let f = match prp_fill(segs.iter().copied(), &mut page) {
+        Ok(f) => f,
+        Err(e) => {
+            assert!(!prp_rules_ok(raw), "valid segments refused by prp_fill: {e}");
+            return;
+        }
+    };
+    assert!(prp_rules_ok(raw), "PRP rules broken but filled: {raw:x?}");
+    assert_eq!(f.prp1, raw[0].0);
+    assert_eq!(f.list_entries as u64 + 1, prp_entries(raw));
+    if f.list_entries == 0 || f.list_entries > page.len() {
+        return;
+    }
+    let mut mem = BusMemory::default();
+    let prp2 = if f.list_entries == 1 {
+        u64::from_le(page[0])
+    } else {
+        mem.pages.insert(0xb_0000_0000, page);
+        0xb_0000_0000
+    };
+    let total: u64 = raw.iter().map(|&(_, l)| u64::from(l)).sum();
+    let ranges = walk_prps(f.prp1, prp2, total, &mem).expect("filled PRPs decode");
     let want: Vec<(u64, u64)> = raw.iter().map(|&(a, l)| (a, u64::from(l))).collect();
     assert_eq!(coalesce(&ranges), coalesce(&want));
 }
