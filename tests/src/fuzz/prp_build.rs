@@ -165,7 +165,10 @@ fn check_fill(segs: &[DmaSegment], raw: &[(u64, u32)]) {
     let f = match prp_fill(segs.iter().copied(), &mut page) {
         Ok(f) => f,
         Err(e) => {
-            assert!(!prp_rules_ok(raw), "valid segments refused by prp_fill: {e}");
+            assert!(
+                !prp_rules_ok(raw),
+                "valid segments refused by prp_fill: {e}"
+            );
             return;
         }
     };
