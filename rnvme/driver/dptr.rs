@@ -217,11 +217,7 @@ pub(crate) fn build(
     // A list that fits one page (transfers up to 2 MiB): checked and written in one pass over
     // the segments, straight into the page (`nvme::prp_fill`). The count below checks nothing;
     // the fill checks every rule.
-    let count = segs.iter().fold(0usize, |n, s| {
-        let pages = ((s.addr & (u64::from(NVME_CTRL_PAGE_SIZE) - 1)) + u64::from(s.len))
-            .div_ceil(u64::from(NVME_CTRL_PAGE_SIZE));
-        n.saturating_add(pages as usize)
-    });
+    let count = dma_segs(segs).fold(0usize, |n, s| n.saturating_add(s.ctrl_pages() as usize));
     if (3..=nvme::PRPS_PER_PAGE + 1).contains(&count) {
         let mut block = DmaPool::alloc(pool)?;
         // SAFETY: allocated just above: no command names it yet.

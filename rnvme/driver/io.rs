@@ -200,6 +200,18 @@ pub(crate) struct IoOwned {
     prepared: bool,
 }
 
+impl IoOwned {
+    /// The prepared command, to be written into the ring (once: it is no longer prepared
+    /// afterwards).
+    fn take_cmd(&mut self) -> Option<&mut SubmissionEntry> {
+        if !self.prepared {
+            return None;
+        }
+        self.prepared = false;
+        Some(&mut self.sqe)
+    }
+}
+
 /// The resources of a request's command: what must live until completion.
 pub(crate) struct RqOwned {
     /// Mappings of up to [`INLINE_SEGS`] data segments, held in the request's PDU (unmapped
@@ -441,14 +453,7 @@ impl IoOps {
         let mut batch = q.batch();
         while let Some(mut rq) = submit.pop() {
             let tag = rq.tag().and_then(|t| u16::try_from(t).ok());
-            let cmd = rq
-                .owned_mut()
-                .as_mut()
-                .filter(|o| o.prepared)
-                .map(|o| {
-                    o.prepared = false;
-                    &mut o.sqe
-                });
+            let cmd = rq.owned_mut().as_mut().and_then(IoOwned::take_cmd);
             let pushed = match (tag, cmd) {
                 (Some(tag), Some(cmd)) => batch.push(tag, cmd),
                 _ => Err(SubmitError::Cid),
@@ -537,11 +542,8 @@ impl Operations for IoOps {
         let q = data.queues.get(hctx_idx as usize).ok_or(BlkStatus::IOERR)?;
         let tag = Self::prep(data, &mut rq)?;
         rq.start();
-        let pushed = match rq.owned_mut().as_mut() {
-            Some(o) => {
-                o.prepared = false;
-                q.submit(tag, &mut o.sqe, last)
-            }
+        let pushed = match rq.owned_mut().as_mut().and_then(IoOwned::take_cmd) {
+            Some(cmd) => q.submit(tag, cmd, last),
             None => Err(SubmitError::Cid),
         };
         if let Err(e) = pushed {

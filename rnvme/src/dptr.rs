@@ -45,6 +45,13 @@ impl DmaSegment {
     pub const fn end(&self) -> Option<u64> {
         self.addr.checked_add(self.len as u64)
     }
+
+    /// The controller pages the segment touches: its PRP entries (no PRP rule checked).
+    #[inline]
+    pub const fn ctrl_pages(&self) -> u64 {
+        // offset < 4096 and len <= u32::MAX: the sum cannot overflow.
+        ((self.addr & CTRL_PAGE_MASK) + self.len as u64).div_ceil(NVME_CTRL_PAGE_SIZE as u64)
+    }
 }
 
 /// Why an NVMe data pointer (PRPs or SGL) could not be built.

@@ -219,8 +219,8 @@ pub fn plan_prps_iter<I: IntoIterator<Item = DmaSegment>>(segs: I) -> Result<Prp
         if !is_last && end & CTRL_PAGE_MASK != 0 {
             return Err(DptrError::EndNotPageAligned { index, end });
         }
-        // offset < 4096 and len <= u32::MAX: the sum fits in u64 and the quotient in usize.
-        let pages = (offset + u64::from(seg.len)).div_ceil(u64::from(NVME_CTRL_PAGE_SIZE));
+        // The quotient of a u64 below 2^33 fits in usize.
+        let pages = seg.ctrl_pages();
         entries = entries
             .checked_add(pages as usize)
             .ok_or(DptrError::AddressOverflow { index })?;
