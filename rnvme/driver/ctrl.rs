@@ -19,8 +19,8 @@ use kernel_glue::{
 };
 use nvme::{
     active_namespaces, AdminQueue, Cap, Cns, CtrlState, DbbufLayout, Disable, Doorbells, Enable,
-    IdentifyController,
-    IdentifyNamespace, Poll, QueueGrant, QueuePlan, ShutdownSeq, SubmissionEntry, REG_CAP,
+    IdentifyController, IdentifyControllerNvm, IdentifyNamespace, Poll, QueueGrant, QueuePlan,
+    ShutdownSeq, SubmissionEntry, NVM_IDENTIFY_MIN_VERSION, REG_CAP, REG_VS,
 };
 
 use crate::{
@@ -166,6 +166,22 @@ fn identify(admin: &Admin, dev: &pci::Device, cns: Cns, nsid: u32) -> Result<KVe
     admin.exec_read_page(dev, |d| SubmissionEntry::identify(cns, nsid, d))
 }
 
+/// The NVM Command Set's Identify Controller data (its discard and write-zeroes limits), read
+/// as `nvme_init_non_mdts_limits()` reads it: only from a controller of version `vs` 1.2 or
+/// later (`nvme_id_cns_ok()`); a controller that fails the command with an NVMe status has
+/// none (the C driver then sets `NVME_CTRL_SKIP_ID_CNS_CS`), any other error fails the probe.
+fn identify_nvm(admin: &Admin, dev: &pci::Device, vs: u32) -> Result<Option<IdentifyControllerNvm>> {
+    if vs < NVM_IDENTIFY_MIN_VERSION {
+        return Ok(None);
+    }
+    match identify(admin, dev, Cns::NvmController, 0) {
+        Ok(b) => Ok(IdentifyControllerNvm::parse(&b).ok()),
+        // `Session::exec`: EIO is the command's own failure (an NVMe status).
+        Err(e) if e == EIO => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 impl Controller {
     /// Brings up the controller on `dev` and adds its disks.
     pub(crate) fn probe(dev: &pci::Device, params: &Params) -> Result<KBox<Self>> {
@@ -199,6 +215,7 @@ impl Controller {
 
         let idc = IdentifyController::parse(&identify(&admin, dev, Cns::Controller, 0)?)
             .map_err(|_| EIO)?;
+        let nvm = identify_nvm(&admin, dev, nvme::Registers::read32(&regs, REG_VS))?;
 
         // Queues: ask for one per CPU (or the io_queues parameter), use what is granted.
         let cpus = num_online_cpus().max(1);
@@ -365,7 +382,7 @@ impl Controller {
         )?;
         // On failure from here, `remove`'s teardown runs through the drop of `this` (disks,
         // queues, interrupts); the controller is shut down as in remove.
-        if let Err(e) = this.add_disks(&idc, cap) {
+        if let Err(e) = this.add_disks(&idc, nvm.as_ref(), cap) {
             this.teardown();
             return Err(e);
         }
@@ -384,7 +401,12 @@ impl Controller {
     }
 
     /// Identifies the active namespaces and adds one disk for each.
-    fn add_disks(&mut self, idc: &IdentifyController, cap: Cap) -> Result {
+    fn add_disks(
+        &mut self,
+        idc: &IdentifyController,
+        nvm: Option<&IdentifyControllerNvm>,
+        cap: Cap,
+    ) -> Result {
         let list = identify(&self.io.admin, &self.dev, Cns::ActiveNamespaces, 0)?;
         let mut nsids = KVec::from_elem(0u32, nvme::NS_LIST_ENTRIES, GFP_KERNEL)?;
         let n = active_namespaces(&list, idc.nn(), nsids.as_mut_slice()).map_err(|_| EIO)?;
@@ -428,11 +450,14 @@ impl Controller {
             if self.poll {
                 lim = lim.poll();
             }
-            if idc.supports_dsm() {
-                lim = lim.discard(u32::MAX, nvme::DSM_MAX_RANGES as u16, bs);
+            // DMRSL and DMRL (`nvme_config_discard()`), WZSL (`nvme_init_non_mdts_limits()`):
+            // a controller may skip a range longer than DMRSL and still report success.
+            let z = nvme::zeroing_limits(idc, nvm, bs, cap.mpsmin(), l.max_hw_sectors());
+            if z.max_discard_sectors != 0 {
+                lim = lim.discard(z.max_discard_sectors, z.max_discard_ranges, bs);
             }
-            if idc.supports_write_zeroes() {
-                lim = lim.write_zeroes(l.max_write_zeroes_sectors());
+            if z.max_write_zeroes_sectors != 0 {
+                lim = lim.write_zeroes(z.max_write_zeroes_sectors);
             }
             let ns = Arc::new(
                 Namespace {

@@ -48,6 +48,9 @@ pub enum Cns {
     Controller,
     /// Up to 1024 active namespace IDs greater than NSID (`NVME_ID_CNS_NS_ACTIVE_LIST`).
     ActiveNamespaces,
+    /// The NVM Command Set's Identify Controller data structure (`NVME_ID_CNS_CS_CTRL` with
+    /// CSI 00h, `NVME_CSI_NVM`: CDW11 stays 0), parsed by [`crate::IdentifyControllerNvm`].
+    NvmController,
 }
 
 impl Cns {
@@ -57,6 +60,7 @@ impl Cns {
             Self::Namespace => 0,
             Self::Controller => 1,
             Self::ActiveNamespaces => 2,
+            Self::NvmController => 6,
         }
     }
 }

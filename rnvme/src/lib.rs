@@ -90,6 +90,7 @@ mod dbbuf;
 mod dma_tag;
 mod dptr;
 mod identify_ctrl;
+mod identify_ctrl_nvm;
 mod identify_ns;
 mod init;
 mod io;
@@ -124,6 +125,9 @@ pub use dma_tag::{
 };
 pub use dptr::{DmaSegment, DptrError, NVME_CTRL_PAGE_SHIFT, NVME_CTRL_PAGE_SIZE};
 pub use identify_ctrl::{IdentifyController, IdentifyError, IDENTIFY_SIZE};
+pub use identify_ctrl_nvm::{
+    zeroing_limits, IdentifyControllerNvm, ZeroingLimits, NVM_IDENTIFY_MIN_VERSION,
+};
 pub use identify_ns::{
     active_namespaces, IdentifyNamespace, MAX_LBADS, MIN_LBADS, NS_LIST_ENTRIES,
 };

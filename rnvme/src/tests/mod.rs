@@ -5,3 +5,4 @@ mod dma_tag;
 mod init;
 mod prp;
 mod sgl;
+mod zeroing;

@@ -105,7 +105,10 @@ impl<T: Operations> TagSet<T> {
             (*raw).queue_depth = depth;
             (*raw).cmd_size = u32::try_from(pdu).map_err(|_| EINVAL)?;
             (*raw).numa_node = bindings::NUMA_NO_NODE;
-            (*raw).timeout = timeout_ms.saturating_mul(bindings::HZ) / 1000;
+            // `msecs_to_jiffies()`: the kernel's tick rate (CONFIG_HZ), not `bindings::HZ`,
+            // which is the user-space ABI's constant 100.
+            (*raw).timeout =
+                u32::try_from(kernel::time::msecs_to_jiffies(timeout_ms)).unwrap_or(u32::MAX);
             (*raw).flags = bindings::BLK_MQ_F_SHOULD_MERGE;
             (*raw).driver_data = inner_ptr.cast_mut().cast();
         }
