@@ -235,15 +235,16 @@ impl RqOwned {
         }
     }
 
-    /// Holds the resources of a command with mapped data (user passthrough, `passthru`; its
-    /// mapping table is built on the heap, off `queue_rq`'s stack, and moved in here).
-    pub(crate) fn set_data(
+    /// The heap mapping table's slot and the list pages' slot, for a user passthrough command
+    /// (`passthru`) to build its resources in place (its mapping table is on the heap, off
+    /// `queue_rq`'s stack).
+    pub(crate) fn data_slots(
         &mut self,
-        map: Option<KBox<Mapping<MAX_SEGS>>>,
-        lists: Option<ListPages>,
+    ) -> (
+        &mut Option<KBox<Mapping<MAX_SEGS>>>,
+        &mut Option<ListPages>,
     ) {
-        self.boxed = map;
-        self.lists = lists;
+        (&mut self.boxed, &mut self.lists)
     }
 
     /// The mapped data segments, in order, of the mappings `inline` and `boxed` (fields of
@@ -397,8 +398,7 @@ impl IoOps {
                 Ok(())
             }
             Op::Other(op) if crate::passthru::is_user_op(op) => {
-                *cmd = crate::passthru::prepare(data, rq, op, res)?;
-                Ok(())
+                crate::passthru::prepare(data, rq, op, res, cmd)
             }
             Op::Other(_) => Err(BlkStatus::NOTSUPP),
         }

@@ -73,13 +73,14 @@ impl RqPassthru {
         self.submit_cycles.store(0, Ordering::Relaxed);
     }
 
-    /// The command stored with `set_cmd`.
-    fn cmd(&self) -> SubmissionEntry {
+    /// Writes the command stored with `set_cmd` into `cmd`.
+    #[inline]
+    fn load_cmd(&self, cmd: &mut SubmissionEntry) {
         let mut q = [0u64; SQE_SIZE / 8];
         for (v, d) in q.iter_mut().zip(&self.sqe) {
             *v = d.load(Ordering::Relaxed);
         }
-        SubmissionEntry::from_qwords(q)
+        *cmd = SubmissionEntry::from_qwords(q);
     }
 
     /// Records a completion (called for every request; only passthrough callers read it).
@@ -94,29 +95,25 @@ pub(crate) fn is_user_op(op: u32) -> bool {
     op == kernel_glue::user_rq::REQ_OP_DRV_IN || op == kernel_glue::user_rq::REQ_OP_DRV_OUT
 }
 
-/// What a passthrough command holds until it completes: its mappings and PRP list pages.
-pub(crate) type Held = (Option<KBox<Mapping<MAX_SEGS>>>, Option<ListPages>);
-
-/// Builds the command of passthrough request `rq` for `queue_rq`: the stored command with the
-/// data pointer of the request's mapped segments (PRPs); what it holds goes into `res`. Not
-/// inlined, and nothing large returned by value: this must not add to the stack frame of every
-/// `queue_rq`.
+/// Builds the command of passthrough request `rq` for `queue_rq` in place: the stored command
+/// with the data pointer of the request's mapped segments (PRPs) into `cmd`, what it holds into
+/// `res` (on `Err`, the caller drops `res`: whatever was mapped is unmapped). Not inlined, and
+/// nothing large moved: this must not add to the stack frame of every `queue_rq` (the command
+/// and its resources returned by value cost two 127-byte `memcpy` calls per I/O).
 #[inline(never)]
 pub(crate) fn prepare(
     data: &IoData,
     rq: &Request<IoOps>,
     op: u32,
     res: &mut RqOwned,
-) -> Result<SubmissionEntry, BlkStatus> {
+    cmd: &mut SubmissionEntry,
+) -> Result<(), BlkStatus> {
     let pt = &rq.shared().pt;
     // The part of the submit time (0: not timed); taken, so a request prepared again
     // after a requeue is recorded once.
     let issued = pt.submit_cycles.swap(0, Ordering::Relaxed);
     let start = if issued != 0 { tsc() } else { 0 };
-    let r = prepare_cmd(data, rq, op).map(|(cmd, (map, lists))| {
-        res.set_data(map, lists);
-        cmd
-    });
+    let r = prepare_cmd(data, rq, op, res, cmd);
     if issued != 0 {
         let cycles = (issued - 1).saturating_add(tsc().saturating_sub(start));
         data.premap_stats.submit_time(pt.tag.is_some(), cycles);
@@ -130,29 +127,34 @@ fn prepare_cmd(
     data: &IoData,
     rq: &Request<IoOps>,
     op: u32,
-) -> Result<(SubmissionEntry, Held), BlkStatus> {
+    res: &mut RqOwned,
+    cmd: &mut SubmissionEntry,
+) -> Result<(), BlkStatus> {
     let pt = &rq.shared().pt;
-    let mut cmd = pt.cmd();
+    pt.load_cmd(cmd);
     let write = op == kernel_glue::user_rq::REQ_OP_DRV_OUT;
+    let (boxed, lists) = res.data_slots();
+    if let Some(r) = pt
+        .tag
+        .with(|t| t.map(|tag| premapped(data, pt, cmd, tag, write, lists)))
+    {
+        return r;
+    }
+    if rq.bytes() == 0 {
+        return Ok(());
+    }
     let dir = if write {
         Direction::ToDevice
     } else {
         Direction::FromDevice
     };
-    if let Some(page) = pt
-        .tag
-        .with(|t| t.map(|tag| premapped(data, pt, &mut cmd, tag, write)))
-    {
-        return Ok((cmd, (None, page?)));
-    }
-    if rq.bytes() == 0 {
-        return Ok((cmd, (None, None)));
-    }
-    let mut map = Mapping::<MAX_SEGS>::new_boxed(&data.dev, dir, GFP_ATOMIC)
-        .map_err(|_| BlkStatus::RESOURCE)?;
+    let map = boxed.insert(
+        Mapping::<MAX_SEGS>::new_boxed(&data.dev, dir, GFP_ATOMIC)
+            .map_err(|_| BlkStatus::RESOURCE)?,
+    );
     // More segments than a mapping holds: the request cannot be sent. A DMA API refusal: out
     // of mapping space, try again later (`BLK_STS_RESOURCE`, as `nvme_map_data()`).
-    crate::io::map_data(rq, &mut map).map_err(|e| {
+    crate::io::map_data(rq, map).map_err(|e| {
         if e == ENOSPC {
             BlkStatus::IOERR
         } else {
@@ -161,48 +163,47 @@ fn prepare_cmd(
     })?;
     // A user buffer the PRP rules cannot describe (e.g. a segment not ending on a controller
     // page) fails the command, as `nvme_pci_setup_prps()` does ("Invalid SGL for payload").
-    let mut page = None;
-    let dp = dptr::build(map.segments(), &data.pool, &data.prp_stats, &mut page)
+    let dp = dptr::build(map.segments(), &data.pool, &data.prp_stats, lists)
         .map_err(|_| BlkStatus::IOERR)?;
     cmd.set_data_pointer(dp);
-    Ok((cmd, (Some(map), page)))
+    Ok(())
 }
 
 /// Sets the data pointer of a command whose data is in premapped `tag`: PRP1/PRP2 into the
 /// premapped data and list, nothing mapped or allocated; only at the list's chain boundary a
 /// list of its own (chained if it needs more than one page), filled from the tag's page table
-/// (returned, held until completion).
+/// and held in `lists` until completion.
 fn premapped(
     data: &IoData,
     pt: &RqPassthru,
     cmd: &mut SubmissionEntry,
     tag: &Tag,
     write: bool,
-) -> Result<Option<ListPages>, BlkStatus> {
+    lists: &mut Option<ListPages>,
+) -> Result<(), BlkStatus> {
     let offset = pt.tag_offset.load(Ordering::Relaxed);
     let len = pt.tag_len.load(Ordering::Relaxed);
-    let page = match premap_prps(tag, tag.list_dma(), TagRange { offset, len })
+    match premap_prps(tag, tag.list_dma(), TagRange { offset, len })
         .map_err(|_| BlkStatus::IOERR)?
     {
         PremapPrps::Direct { prp1, prp2 } => {
             cmd.set_data_pointer(DataPointer::prp(prp1, prp2));
-            None
         }
         PremapPrps::PerIoList { prp1, entries } => {
-            let (prp2, lists) = ListPages::prp_list(
+            let (prp2, pages) = ListPages::prp_list(
                 &data.pool,
                 &data.prp_stats,
                 entries.len(),
                 entries.iter().copied(),
             )
             .map_err(prep_status)?;
+            *lists = Some(pages);
             cmd.set_data_pointer(DataPointer::prp(prp1, prp2));
             tag.count(Counter::IoPremappedListPerIo);
-            Some(lists)
         }
-    };
+    }
     tag.buf().sync_for_device(offset, len, write);
-    Ok(page)
+    Ok(())
 }
 
 impl UserStatus for IoOps {
