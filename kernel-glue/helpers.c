@@ -20,6 +20,7 @@
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/slab.h>
+#include <linux/sysfs.h>
 
 #include <asm/tsc.h>
 
@@ -113,6 +114,11 @@ void rnvme_glue_pci_unregister(void *drv)
 struct device *rnvme_glue_pci_device(struct pci_dev *pdev)
 {
 	return &pdev->dev;
+}
+
+u32 rnvme_glue_pci_ids(const struct pci_dev *pdev)
+{
+	return ((u32)pdev->vendor << 16) | pdev->device;
 }
 
 const char *rnvme_glue_pci_name(const struct pci_dev *pdev)
@@ -322,6 +328,69 @@ struct gendisk *rnvme_glue_blk_mq_alloc_disk(struct blk_mq_tag_set *set, struct 
 	if (!IS_ERR(disk))
 		disk->fops = &rnvme_glue_disk_fops;
 	return disk;
+}
+
+/* The Rust declaration (kernel-glue/src/helpers.rs) relies on this layout. */
+static_assert(sizeof(struct rnvme_glue_ns_attrs) == 164);
+static_assert(offsetof(struct rnvme_glue_ns_attrs, wwid) == 4);
+
+static const struct rnvme_glue_ns_attrs *rnvme_ns_attrs_of(struct device *dev)
+{
+	return dev_to_disk(dev)->private_data;
+}
+
+static ssize_t nsid_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", rnvme_ns_attrs_of(dev)->nsid);
+}
+static DEVICE_ATTR_RO(nsid);
+
+static ssize_t wwid_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%s\n", rnvme_ns_attrs_of(dev)->wwid);
+}
+static DEVICE_ATTR_RO(wwid);
+
+/* rnvme takes NVM command set namespaces without metadata only. */
+static ssize_t csi_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", 0);
+}
+static DEVICE_ATTR_RO(csi);
+
+static ssize_t metadata_bytes_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", 0);
+}
+static DEVICE_ATTR_RO(metadata_bytes);
+
+static struct attribute *rnvme_ns_attrs[] = {
+	&dev_attr_nsid.attr,
+	&dev_attr_wwid.attr,
+	&dev_attr_csi.attr,
+	&dev_attr_metadata_bytes.attr,
+	NULL,
+};
+
+/* A disk without the driver's data shows none of them. */
+static umode_t rnvme_ns_attrs_visible(struct kobject *kobj, struct attribute *a, int n)
+{
+	return rnvme_ns_attrs_of(kobj_to_dev(kobj)) ? a->mode : 0;
+}
+
+static const struct attribute_group rnvme_ns_attr_group = {
+	.attrs = rnvme_ns_attrs,
+	.is_visible = rnvme_ns_attrs_visible,
+};
+
+static const struct attribute_group *rnvme_ns_attr_groups[] = {
+	&rnvme_ns_attr_group,
+	NULL,
+};
+
+const struct attribute_group **rnvme_glue_ns_attr_groups(void)
+{
+	return rnvme_ns_attr_groups;
 }
 
 void rnvme_glue_spin_lock_init(spinlock_t *lock)

@@ -12,6 +12,7 @@
 #include <linux/spinlock_types.h>
 #include <linux/types.h>
 
+struct attribute_group;
 struct blk_mq_tag_set;
 struct completion;
 struct blk_mq_tags;
@@ -50,6 +51,8 @@ void rnvme_glue_pci_unregister(void *drv);
 struct device *rnvme_glue_pci_device(struct pci_dev *pdev);
 /* pci_name(). */
 const char *rnvme_glue_pci_name(const struct pci_dev *pdev);
+/* (pdev->vendor << 16) | pdev->device. */
+u32 rnvme_glue_pci_ids(const struct pci_dev *pdev);
 /* pci_set_drvdata() / pci_get_drvdata(). */
 void rnvme_glue_pci_set_drvdata(struct pci_dev *pdev, void *data);
 void *rnvme_glue_pci_get_drvdata(struct pci_dev *pdev);
@@ -128,6 +131,18 @@ struct request *rnvme_glue_blk_mq_tag_to_rq(struct blk_mq_tags *tags, unsigned i
  * Returns the disk or an ERR_PTR.
  */
 struct gendisk *rnvme_glue_blk_mq_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim, void *queuedata);
+/*
+ * A namespace disk's identity in sysfs: /sys/block/<disk>/{nsid,wwid,csi,metadata_bytes}, as
+ * the C driver's nvme_ns_attr_group (drivers/nvme/host/sysfs.c). The driver puts one in
+ * disk->private_data before device_add_disk(disk, rnvme_glue_ns_attr_groups()) and frees it
+ * after del_gendisk(); wwid is NUL-terminated.
+ */
+struct rnvme_glue_ns_attrs {
+	u32 nsid;
+	char wwid[160];
+};
+/* The attribute groups for device_add_disk() (NULL-terminated). */
+const struct attribute_group **rnvme_glue_ns_attr_groups(void);
 /* ---- locks (include/linux/spinlock.h) -------------------------------------------------------- */
 /* spin_lock_init() (one lockdep class for all kernel-glue IRQ-safe locks). */
 void rnvme_glue_spin_lock_init(spinlock_t *lock);

@@ -25,4 +25,12 @@ pub struct dma_pool {
     _unused: [u8; 0],
 }
 
+/// `struct rnvme_glue_ns_attrs` of helpers.h (its size and field offset are asserted there).
+#[repr(C)]
+pub struct rnvme_glue_ns_attrs {
+    pub nsid: u32,
+    pub wwid: [ffi::c_char; 160],
+}
+const _: () = assert!(core::mem::size_of::<rnvme_glue_ns_attrs>() == 164);
+
 include!(env!("RNVME_GLUE_HELPERS_RS"));

@@ -73,6 +73,14 @@ impl Device {
         &self.dev
     }
 
+    /// PCI vendor and device ID (`pdev->vendor`, `pdev->device`).
+    pub fn ids(&self) -> (u16, u16) {
+        // SAFETY: `pdev` is valid (type invariant); the call reads two fields set at
+        // enumeration.
+        let v = unsafe { helpers::rnvme_glue_pci_ids(self.pdev.as_ptr()) };
+        ((v >> 16) as u16, v as u16)
+    }
+
     /// The raw `struct device *` of this PCI device.
     #[inline]
     pub fn device_raw(&self) -> *mut bindings::device {

@@ -10,7 +10,7 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use kernel::{c_str, prelude::*, sync::Arc};
 use kernel_glue::{
-    block::mq::{GenDisk, QueueLimits, QueueMap, TagSet},
+    block::mq::{GenDisk, NsAttrs, QueueLimits, QueueMap, TagSet},
     dma::DmaPool,
     io::Bar,
     irq::{self, Vectors},
@@ -19,8 +19,9 @@ use kernel_glue::{
 };
 use nvme::{
     active_namespaces, AdminQueue, Cap, Cns, CtrlState, DbbufLayout, Disable, Doorbells, Enable,
-    IdentifyController, IdentifyControllerNvm, IdentifyNamespace, Poll, QueueGrant, QueuePlan,
-    ShutdownSeq, SubmissionEntry, NVM_IDENTIFY_MIN_VERSION, REG_CAP, REG_VS,
+    IdentifyController, IdentifyControllerNvm, IdentifyNamespace, NsIds, Poll, QueueGrant,
+    QueuePlan, ShutdownSeq, SubmissionEntry, Wwid, NS_DESC_MIN_VERSION, NVM_IDENTIFY_MIN_VERSION,
+    REG_CAP, REG_VS,
 };
 
 use crate::{
@@ -215,7 +216,8 @@ impl Controller {
 
         let idc = IdentifyController::parse(&identify(&admin, dev, Cns::Controller, 0)?)
             .map_err(|_| EIO)?;
-        let nvm = identify_nvm(&admin, dev, nvme::Registers::read32(&regs, REG_VS))?;
+        let vs = nvme::Registers::read32(&regs, REG_VS);
+        let nvm = identify_nvm(&admin, dev, vs)?;
 
         // Queues: ask for one per CPU (or the io_queues parameter), use what is granted.
         let cpus = num_online_cpus().max(1);
@@ -382,7 +384,7 @@ impl Controller {
         )?;
         // On failure from here, `remove`'s teardown runs through the drop of `this` (disks,
         // queues, interrupts); the controller is shut down as in remove.
-        if let Err(e) = this.add_disks(&idc, nvm.as_ref(), cap) {
+        if let Err(e) = this.add_disks(&idc, nvm.as_ref(), cap, vs) {
             this.teardown();
             return Err(e);
         }
@@ -400,21 +402,56 @@ impl Controller {
         Ok(this)
     }
 
+    /// The identifiers of namespace `nsid` (its Identify Namespace data `id`) on a controller of
+    /// version `vs`: the descriptor list first (NVMe 1.3 or later), then EUI64 and NGUID from
+    /// Identify Namespace where it gave none (`nvme_identify_ns_descs()`,
+    /// `nvme_ns_info_from_identify()`); none from a controller whose identifiers are known to
+    /// be bogus (`NVME_QUIRK_BOGUS_NID`). A failed or malformed descriptor list is logged and
+    /// what it gave kept (the C driver skips such a namespace: `docs/DEVIATIONS.md`).
+    fn namespace_ids(&self, nsid: u32, id: &[u8], vs: u32) -> NsIds {
+        let (vendor, device) = self.dev.ids();
+        let bogus = nvme::bogus_nid(vendor, device);
+        let mut ids = NsIds::default();
+        if vs >= NS_DESC_MIN_VERSION {
+            match identify(&self.io.admin, &self.dev, Cns::NsDescriptors, nsid) {
+                Ok(list) => {
+                    if let Err(e) = ids.read_descriptors(&list, bogus) {
+                        pr_warn!(
+                            "rnvme{}: namespace {}: identification descriptors: {:?}\n",
+                            self.instance.0,
+                            nsid,
+                            e
+                        );
+                    }
+                }
+                Err(e) => pr_warn!(
+                    "rnvme{}: namespace {}: Identify Descriptors failed: {:?}\n",
+                    self.instance.0,
+                    nsid,
+                    e
+                ),
+            }
+        }
+        ids.fill_from_identify(id, vs, bogus);
+        ids
+    }
+
     /// Identifies the active namespaces and adds one disk for each.
     fn add_disks(
         &mut self,
         idc: &IdentifyController,
         nvm: Option<&IdentifyControllerNvm>,
         cap: Cap,
+        vs: u32,
     ) -> Result {
         let list = identify(&self.io.admin, &self.dev, Cns::ActiveNamespaces, 0)?;
         let mut nsids = KVec::from_elem(0u32, nvme::NS_LIST_ENTRIES, GFP_KERNEL)?;
         let n = active_namespaces(&list, idc.nn(), nsids.as_mut_slice()).map_err(|_| EIO)?;
         for &nsid in nsids.as_slice().iter().take(n) {
-            let id = match identify(&self.io.admin, &self.dev, Cns::Namespace, nsid)
-                .and_then(|b| IdentifyNamespace::parse(&b).map_err(|_| EIO))
+            let (id, raw) = match identify(&self.io.admin, &self.dev, Cns::Namespace, nsid)
+                .and_then(|b| Ok((IdentifyNamespace::parse(&b).map_err(|_| EIO)?, b)))
             {
-                Ok(id) => id,
+                Ok(v) => v,
                 Err(e) => {
                     pr_warn!(
                         "rnvme{}: namespace {}: identify failed: {:?}\n",
@@ -459,6 +496,20 @@ impl Controller {
             if z.max_write_zeroes_sectors != 0 {
                 lim = lim.write_zeroes(z.max_write_zeroes_sectors);
             }
+            let wwid = self.namespace_ids(nsid, &raw, vs);
+            let attrs = NsAttrs::new(
+                nsid,
+                format_args!(
+                    "{}",
+                    Wwid {
+                        ids: &wwid,
+                        vid: idc.vid(),
+                        serial: idc.serial(),
+                        model: idc.model(),
+                        nsid,
+                    }
+                ),
+            )?;
             let ns = Arc::new(
                 Namespace {
                     nsid,
@@ -473,6 +524,7 @@ impl Controller {
                 id.capacity_sectors(),
                 &self.dev,
                 ns,
+                Some(attrs),
             )?;
             pr_info!(
                 "rnvme{}n{}: {} sectors of 512 B, block size {}\n",

@@ -48,6 +48,9 @@ pub enum Cns {
     Controller,
     /// Up to 1024 active namespace IDs greater than NSID (`NVME_ID_CNS_NS_ACTIVE_LIST`).
     ActiveNamespaces,
+    /// The Namespace Identification Descriptor list of the namespace in NSID
+    /// (`NVME_ID_CNS_NS_DESC_LIST`), parsed by [`crate::NsIds::read_descriptors`].
+    NsDescriptors,
     /// The NVM Command Set's Identify Controller data structure (`NVME_ID_CNS_CS_CTRL` with
     /// CSI 00h, `NVME_CSI_NVM`: CDW11 stays 0), parsed by [`crate::IdentifyControllerNvm`].
     NvmController,
@@ -60,6 +63,7 @@ impl Cns {
             Self::Namespace => 0,
             Self::Controller => 1,
             Self::ActiveNamespaces => 2,
+            Self::NsDescriptors => 3,
             Self::NvmController => 6,
         }
     }

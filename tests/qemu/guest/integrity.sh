@@ -6,9 +6,9 @@
 # Every other NVMe controller is parked (driver_override "none"); CTRL is bound to DRIVER (the
 # module is loaded if needed), and on every namespace of CTRL:
 #   1. the disk has the logical block size and capacity the host gave QEMU (rnvme_ctrls), and
-#      (rnvme) its queue attributes in sysfs equal the C driver's for the same namespace, saved
-#      by the C driver's run earlier in the boot (a list of about 30; the deliberate differences
-#      are left out and listed at the comparison);
+#      (rnvme) its queue and disk attributes in sysfs (wwid and nsid among them) equal the C
+#      driver's for the same namespace, saved by the C driver's run earlier in the boot (a list
+#      of about 40; the deliberate differences are left out and listed at the comparison);
 #   2. fio verify=crc32c, block sizes 512 B..1 MiB mixed (bssplit; the 4096 B namespace's O_DIRECT
 #      jobs start at 4 KiB), two jobs each, iodepth 32, for io_uring, libaio and psync, each
 #      O_DIRECT and buffered, all at once in one fio run; O_DIRECT buffers sit dma_alignment+1
@@ -106,6 +106,9 @@ max_sectors_kb max_segments max_segment_size virt_boundary_mask dma_alignment di
 discard_max_hw_bytes discard_max_bytes max_discard_segments write_zeroes_max_bytes write_cache fua
 rotational io_timeout chunk_sectors zoned add_random iostats nomerges rq_affinity stable_writes
 write_same_max_bytes zone_append_max_bytes dax"
+# The disk's own: the namespace identity (drivers/nvme/host/sysfs.c nvme_ns_attrs) and more.
+dattrs="nsid wwid csi metadata_bytes size ro removable ext_range capability alignment_offset
+discard_alignment"
 for d in $disks; do
     want=$(echo "$nsspec" | cut -d+ -f"$(disk_nsid "$d")")
     lbs=$(cat "/sys/block/$d/queue/logical_block_size")
@@ -117,18 +120,22 @@ for d in $disks; do
         "write_cache '$(cat $q/write_cache)', hw queues $(ls /sys/block/$d/mq | wc -l)"
     if [ "${lbs}x$bytes" = "$want" ]; then good "geometry-$d (${lbs}x$bytes)"
     else bad "geometry-$d (${lbs}x$bytes, QEMU was given $want)"; fi
-    # The queue limits against the C driver's for the same namespace, saved by its run earlier in
-    # this boot (50-integrity-nvme.sh). Deliberately different, so not compared (docs/DEVIATIONS.md):
-    # nr_requests (rnvme's queue_depth), atomic_write_* (no atomic writes), max_integrity_segments
-    # (no metadata), io_poll (rnvme's poll_queues parameter).
+    # The queue limits and disk attributes against the C driver's for the same namespace, saved
+    # by its run earlier in this boot (50-integrity-nvme.sh). Deliberately different, so not
+    # compared (docs/DEVIATIONS.md): nr_requests (rnvme's queue_depth), atomic_write_* (no atomic
+    # writes), max_integrity_segments (no metadata), io_poll (rnvme's poll_queues parameter),
+    # nuse and passthru_err_log_enabled (not provided).
     qa=/tmp/rnvme-qattr-$serial-n$(disk_nsid "$d")
-    for a in $qattrs; do echo "$a $(cat "$q/$a" 2>/dev/null)"; done > "$qa.$driver"
+    {
+        for a in $qattrs; do echo "$a $(cat "$q/$a" 2>/dev/null)"; done
+        for a in $dattrs; do echo "$a $(cat "/sys/block/$d/$a" 2>/dev/null)"; done
+    } > "$qa.$driver"
     if [ "$driver" != nvme ] && [ -f "$qa.nvme" ]; then
         if diff "$qa.nvme" "$qa.$driver" > /tmp/qattr.diff; then
-            good "limits-equal-c-$d ($(wc -l < "$qa.nvme") queue attributes as the C driver's)"
+            good "limits-equal-c-$d ($(wc -l < "$qa.nvme") queue and disk attributes as the C driver's)"
         else
             sed 's/^/qattr (-nvme +rnvme): /' /tmp/qattr.diff
-            bad "limits-equal-c-$d (queue attributes differ from the C driver's)"
+            bad "limits-equal-c-$d (queue or disk attributes differ from the C driver's)"
         fi
     fi
 done

@@ -129,6 +129,37 @@ impl fmt::Write for NameWriter<'_> {
     }
 }
 
+/// A namespace disk's identity in sysfs: `/sys/block/<disk>/{nsid,wwid,csi,metadata_bytes}`,
+/// the attributes of the C NVMe driver's disks (`nvme_ns_attr_group` in
+/// `drivers/nvme/host/sysfs.c`; `csi` and `metadata_bytes` are 0: NVM namespaces without
+/// metadata).
+pub struct NsAttrs {
+    raw: helpers::rnvme_glue_ns_attrs,
+}
+
+impl NsAttrs {
+    /// Attributes of namespace `nsid` with world-wide identifier `wwid` (at most 159 bytes).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` if `wwid` does not fit; `ENOMEM`.
+    pub fn new(nsid: u32, wwid: fmt::Arguments<'_>) -> Result<KBox<Self>> {
+        let mut bytes = [0u8; 160];
+        let mut w = NameWriter {
+            buf: &mut bytes,
+            pos: 0,
+        };
+        fmt::Write::write_fmt(&mut w, wwid).map_err(|_| EINVAL)?;
+        // SAFETY: a plain C struct of an integer and a byte array: all-zero is valid.
+        let mut raw: helpers::rnvme_glue_ns_attrs = unsafe { core::mem::zeroed() };
+        raw.nsid = nsid;
+        for (dst, src) in raw.wwid.iter_mut().zip(bytes.iter()) {
+            *dst = *src as _;
+        }
+        Ok(KBox::new(Self { raw }, GFP_KERNEL)?)
+    }
+}
+
 /// A disk added to the system (`device_add_disk()`); deleted (`del_gendisk()`) and released
 /// (`put_disk()`) on drop.
 ///
@@ -139,11 +170,14 @@ impl fmt::Write for NameWriter<'_> {
 /// # Invariants
 ///
 /// `disk` was allocated on `set` with `queuedata` pointing to `queue_data` and added; it is
-/// deleted and put only by the drop (and `queue_data` outlives it).
+/// deleted and put only by the drop (and `queue_data` outlives it). With `attrs`, the disk's
+/// `private_data` points to it and its sysfs attributes read it until `del_gendisk()`.
 pub struct GenDisk<T: Operations> {
     disk: NonNull<bindings::gendisk>,
     set: Arc<TagSet<T>>,
     queue_data: Arc<T::QueueData>,
+    // A field: dropped after `drop` deleted the disk (and with it the attributes).
+    _attrs: Option<KBox<NsAttrs>>,
 }
 
 // SAFETY: a gendisk may be used and deleted from any thread.
@@ -166,7 +200,8 @@ impl<T: Operations> GenDisk<T> {
     }
 
     /// Allocates a disk on `set` with `limits`, names it, sets its capacity (512-byte sectors)
-    /// and adds it under `parent` (its block device appears in `/dev`).
+    /// and adds it under `parent` (its block device appears in `/dev`), with the namespace
+    /// attributes `attrs` in sysfs when given.
     pub fn new(
         set: &Arc<TagSet<T>>,
         limits: QueueLimits,
@@ -174,6 +209,7 @@ impl<T: Operations> GenDisk<T> {
         capacity_sectors: u64,
         parent: &pci::Device,
         queue_data: Arc<T::QueueData>,
+        attrs: Option<KBox<NsAttrs>>,
     ) -> Result<Self> {
         let mut lim = limits.raw;
         let qd: *const T::QueueData = &*queue_data;
@@ -201,9 +237,21 @@ impl<T: Operations> GenDisk<T> {
         }
         // SAFETY: valid, not yet added disk (nothing to notify).
         unsafe { bindings::set_capacity_and_notify(disk.as_ptr(), capacity_sectors) };
-        // SAFETY: valid disk; `parent` is a live device; no attribute groups.
+        let groups = match &attrs {
+            Some(a) => {
+                let p: *const helpers::rnvme_glue_ns_attrs = &a.raw;
+                // SAFETY: valid, not yet added disk; `a` is boxed and kept in the returned
+                // value, dropped only after `del_gendisk()` removed the attributes.
+                unsafe { (*disk.as_ptr()).private_data = p.cast_mut().cast() };
+                // SAFETY: no arguments; returns a static NULL-terminated array.
+                unsafe { helpers::rnvme_glue_ns_attr_groups() }
+            }
+            None => core::ptr::null_mut(),
+        };
+        // SAFETY: valid disk; `parent` is a live device; `groups` is null or the glue's static
+        // array, whose attributes read `private_data` (set above).
         crate::error::to_result(unsafe {
-            bindings::device_add_disk(parent.device_raw(), disk.as_ptr(), core::ptr::null_mut())
+            bindings::device_add_disk(parent.device_raw(), disk.as_ptr(), groups.cast())
         })?;
         let disk = guard.dismiss();
         // INVARIANT: allocated and added.
@@ -211,6 +259,7 @@ impl<T: Operations> GenDisk<T> {
             disk,
             set: set.clone(),
             queue_data,
+            _attrs: attrs,
         })
     }
 

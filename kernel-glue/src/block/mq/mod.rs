@@ -24,7 +24,7 @@ mod rq_list;
 mod tag_set;
 
 pub use comp_batch::{CompBatch, LocalCompBatch};
-pub use gen_disk::{GenDisk, QueueLimits};
+pub use gen_disk::{GenDisk, NsAttrs, QueueLimits};
 pub use operations::{Operations, TimeoutAction};
 pub use request::{Op, OwnedRequest, Request};
 pub use rq_list::RqList;
