@@ -320,6 +320,19 @@ static const struct block_device_operations rnvme_glue_disk_fops = {
 	.owner = THIS_MODULE,
 };
 
+bool rnvme_glue_rq_atomic_write_fits(struct request *rq)
+{
+	struct request_queue *q = rq->q;
+	u64 len = blk_rq_bytes(rq);
+	u64 unit = queue_atomic_write_boundary_bytes(q);
+	u64 first = (u64)blk_rq_pos(rq) << SECTOR_SHIFT;
+
+	if (len > queue_atomic_write_unit_max_bytes(q))
+		return false;
+	/* With a boundary, the first and the last byte in the same boundary unit. */
+	return !unit || (len <= unit && first / unit == (first + len - 1) / unit);
+}
+
 struct gendisk *rnvme_glue_blk_mq_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim,
 					     void *queuedata)
 {

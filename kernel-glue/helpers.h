@@ -126,6 +126,12 @@ bool rnvme_glue_blk_mq_complete_batched(struct request *rq, struct io_comp_batch
 /* blk_mq_tag_to_rq(): NULL when `tag` is out of range or has no request. */
 struct request *rnvme_glue_blk_mq_tag_to_rq(struct blk_mq_tags *tags, unsigned int tag);
 /*
+ * Whether atomic write rq fits its queue's atomic write limits: at most
+ * queue_atomic_write_unit_max_bytes(), and within one queue_atomic_write_boundary_bytes() unit
+ * when there is a boundary (as nvme_valid_atomic_write() in drivers/nvme/host/core.c checks).
+ */
+bool rnvme_glue_rq_atomic_write_fits(struct request *rq);
+/*
  * blk_mq_alloc_disk(set, lim, queuedata) with disk->fops set to a block_device_operations whose
  * owner is THIS_MODULE (so an open disk holds a module reference and rmmod is refused).
  * Returns the disk or an ERR_PTR.

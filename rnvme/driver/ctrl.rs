@@ -496,6 +496,20 @@ impl Controller {
             if z.max_write_zeroes_sectors != 0 {
                 lim = lim.write_zeroes(z.max_write_zeroes_sectors);
             }
+            // Write granularity, optimal sizes, I/O boundary and atomic writes
+            // (`nvme_update_disk_info()`, `nvme_configure_atomic_write()`,
+            // `nvme_set_chunk_sectors()`).
+            if let Some(h) = nvme::NsIoHints::parse(&raw) {
+                let g = nvme::ns_geometry(&h, bs, idc.awupf());
+                lim = lim
+                    .io_hints(g.physical_block_size, g.io_min, g.io_opt, g.chunk_sectors)
+                    .atomic_writes(
+                        g.atomic_write_hw_max,
+                        g.atomic_write_hw_boundary,
+                        g.atomic_write_hw_unit_min,
+                        g.atomic_write_hw_unit_max,
+                    );
+            }
             let wwid = self.namespace_ids(nsid, &raw, vs);
             let attrs = NsAttrs::new(
                 nsid,

@@ -309,6 +309,10 @@ impl IoOps {
         match rq.op() {
             Op::Read | Op::Write => {
                 let write = rq.op() == Op::Write;
+                // An atomic write the device could tear (`nvme_setup_rw()`: `BLK_STS_INVAL`).
+                if write && rq.is_atomic() && !rq.atomic_write_fits() {
+                    return Err(BlkStatus::INVAL);
+                }
                 let dir = if write {
                     Direction::ToDevice
                 } else {

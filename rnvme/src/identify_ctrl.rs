@@ -174,6 +174,7 @@ pub struct IdentifyController {
     oacs: u16,
     oncs: u16,
     vwc: u8,
+    awupf: u16,
     sgls: u32,
     maxcmd: u16,
 }
@@ -210,6 +211,7 @@ impl IdentifyController {
             oacs: le16(b, 256),
             oncs: le16(b, 520),
             vwc: b.get(525).copied().unwrap_or(0),
+            awupf: le16(b, 528),
             sgls: le32(b, 536),
         })
     }
@@ -284,6 +286,12 @@ impl IdentifyController {
     /// A volatile write cache is present (flushes are needed).
     pub const fn volatile_write_cache(&self) -> bool {
         self.vwc & 1 != 0
+    }
+
+    /// Atomic Write Unit Power Fail: 0-based, in logical blocks of any namespace
+    /// ([`crate::ns_geometry`]).
+    pub const fn awupf(&self) -> u16 {
+        self.awupf
     }
 
     /// SGLs are supported for NVM commands (SGLS bits 1:0 non-zero).

@@ -95,6 +95,7 @@ mod identify_ns;
 mod init;
 mod io;
 mod limits;
+mod ns_geometry;
 mod ns_ids;
 mod passthru;
 mod premap_list;
@@ -140,6 +141,7 @@ pub use limits::{
     namespace_limits, nvme_max_hw_sectors, nvme_pci_max_hw_sectors, pci_queue_limits, queue_limits,
     NVME_MAX_HW_SECTORS, NVME_MAX_SEGS,
 };
+pub use ns_geometry::{ns_geometry, NsGeometry, NsIoHints};
 pub use ns_ids::{bogus_nid, NsDescError, NsIds, Wwid, NS_DESC_MIN_VERSION};
 pub use passthru::{
     cmd_allowed, cmd_permission, Caller, IoEffects, PassthruError, Permission, UserCmd,

@@ -3,6 +3,7 @@
 
 mod dma_tag;
 mod init;
+mod ns_geometry;
 mod ns_ids;
 mod prp;
 mod sgl;

@@ -8,7 +8,7 @@
 #   1. the disk has the logical block size and capacity the host gave QEMU (rnvme_ctrls), and
 #      (rnvme) its queue and disk attributes in sysfs (wwid and nsid among them) equal the C
 #      driver's for the same namespace, saved by the C driver's run earlier in the boot (a list
-#      of about 40; the deliberate differences are left out and listed at the comparison);
+#      of about 45; the deliberate differences are left out and listed at the comparison);
 #   2. fio verify=crc32c, block sizes 512 B..1 MiB mixed (bssplit; the 4096 B namespace's O_DIRECT
 #      jobs start at 4 KiB), two jobs each, iodepth 32, for io_uring, libaio and psync, each
 #      O_DIRECT and buffered, all at once in one fio run; O_DIRECT buffers sit dma_alignment+1
@@ -105,7 +105,8 @@ qattrs="logical_block_size physical_block_size minimum_io_size optimal_io_size m
 max_sectors_kb max_segments max_segment_size virt_boundary_mask dma_alignment discard_granularity
 discard_max_hw_bytes discard_max_bytes max_discard_segments write_zeroes_max_bytes write_cache fua
 rotational io_timeout chunk_sectors zoned add_random iostats nomerges rq_affinity stable_writes
-write_same_max_bytes zone_append_max_bytes dax"
+write_same_max_bytes zone_append_max_bytes dax atomic_write_max_bytes atomic_write_unit_min_bytes
+atomic_write_unit_max_bytes atomic_write_boundary_bytes"
 # The disk's own: the namespace identity (drivers/nvme/host/sysfs.c nvme_ns_attrs) and more.
 dattrs="nsid wwid csi metadata_bytes size ro removable ext_range capability alignment_offset
 discard_alignment"
@@ -122,9 +123,9 @@ for d in $disks; do
     else bad "geometry-$d (${lbs}x$bytes, QEMU was given $want)"; fi
     # The queue limits and disk attributes against the C driver's for the same namespace, saved
     # by its run earlier in this boot (50-integrity-nvme.sh). Deliberately different, so not
-    # compared (docs/DEVIATIONS.md): nr_requests (rnvme's queue_depth), atomic_write_* (no atomic
-    # writes), max_integrity_segments (no metadata), io_poll (rnvme's poll_queues parameter),
-    # nuse and passthru_err_log_enabled (not provided).
+    # compared (docs/DEVIATIONS.md): nr_requests (rnvme's queue_depth), max_integrity_segments
+    # (no metadata), io_poll (rnvme's poll_queues parameter), nuse and passthru_err_log_enabled
+    # (not provided).
     qa=/tmp/rnvme-qattr-$serial-n$(disk_nsid "$d")
     {
         for a in $qattrs; do echo "$a $(cat "$q/$a" 2>/dev/null)"; done

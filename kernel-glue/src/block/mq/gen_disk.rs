@@ -79,6 +79,32 @@ impl QueueLimits {
         self
     }
 
+    /// The device's write granularity and optimal sizes in bytes (`physical_block_size`,
+    /// `io_min`, `io_opt`; 0 leaves a field to the block layer's default) and its I/O boundary
+    /// in 512-byte sectors (`chunk_sectors`, 0 for none).
+    pub fn io_hints(mut self, physical: u32, io_min: u32, io_opt: u32, chunk_sectors: u32) -> Self {
+        if physical != 0 {
+            self.raw.physical_block_size = physical;
+        }
+        if io_min != 0 {
+            self.raw.io_min = io_min;
+        }
+        self.raw.io_opt = io_opt;
+        self.raw.chunk_sectors = chunk_sectors;
+        self
+    }
+
+    /// Atomic writes (`RWF_ATOMIC`) of up to `max` bytes (`atomic_write_hw_max`), in units of
+    /// `unit_min..=unit_max` bytes, not crossing a multiple of `boundary` bytes (0: none); all 0
+    /// for none. `blk_validate_limits()` checks them against the other limits.
+    pub fn atomic_writes(mut self, max: u32, boundary: u32, unit_min: u32, unit_max: u32) -> Self {
+        self.raw.atomic_write_hw_max = max;
+        self.raw.atomic_write_hw_boundary = boundary;
+        self.raw.atomic_write_hw_unit_min = unit_min;
+        self.raw.atomic_write_hw_unit_max = unit_max;
+        self
+    }
+
     /// Volatile write cache present (flushes needed) and FUA writes supported.
     pub fn write_cache(mut self, fua: bool) -> Self {
         self.raw.features |= FEAT_WRITE_CACHE;

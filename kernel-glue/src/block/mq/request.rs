@@ -155,6 +155,21 @@ impl<T: Operations> Request<T> {
         unsafe { (*self.raw()).cmd_flags & (1u32 << bindings::req_flag_bits___REQ_FUA) != 0 }
     }
 
+    /// Whether the write must be atomic (`REQ_ATOMIC`, an `RWF_ATOMIC` write).
+    pub fn is_atomic(&self) -> bool {
+        // SAFETY: as in `op`.
+        unsafe { (*self.raw()).cmd_flags & (1u32 << bindings::req_flag_bits___REQ_ATOMIC) != 0 }
+    }
+
+    /// Whether an atomic write fits its queue's atomic write limits: no longer than the unit
+    /// maximum, and not across an atomic boundary (the checks of `nvme_valid_atomic_write()`
+    /// in `drivers/nvme/host/core.c`; the block layer checks the same before, this is the last
+    /// line before the device).
+    pub fn atomic_write_fits(&self) -> bool {
+        // SAFETY: the request is valid (type invariant); the call reads it and its queue.
+        unsafe { helpers::rnvme_glue_rq_atomic_write_fits(self.raw()) }
+    }
+
     /// First sector (512-byte units) of the request (`blk_rq_pos()`).
     pub fn sector(&self) -> u64 {
         // SAFETY: as in `op`.
