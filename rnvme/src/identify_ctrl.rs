@@ -125,7 +125,7 @@ fn copy<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
 }
 
 /// An ASCII field without its space (or NUL) padding.
-fn trimmed(s: &[u8]) -> &[u8] {
+pub(crate) fn trimmed(s: &[u8]) -> &[u8] {
     let end = s
         .iter()
         .rposition(|&c| c != b' ' && c != 0)

@@ -10,7 +10,9 @@
 //! completes the command successfully), so a driver that advertises unlimited discards leaves
 //! data in place that the caller believes deallocated.
 
-use crate::{IdentifyController, IdentifyError, DSM_MAX_RANGES, IDENTIFY_SIZE};
+use crate::{
+    identify_ctrl::le32, IdentifyController, IdentifyError, DSM_MAX_RANGES, IDENTIFY_SIZE,
+};
 
 /// The lowest controller version (VS register) whose CNS field is a full byte, so that CNS 06h
 /// can be asked for: `nvme_id_cns_ok()` (NVMe 1.1 controllers took only two bits, and QEMU's
@@ -53,7 +55,7 @@ impl IdentifyControllerNvm {
         Ok(Self {
             wzsl: byte(1),
             dmrl: byte(3),
-            dmrsl: u32::from_le_bytes([byte(4), byte(5), byte(6), byte(7)]),
+            dmrsl: le32(b, 4),
         })
     }
 

@@ -5,7 +5,7 @@
 //!
 //! C header: [`include/linux/nvme.h`](srctree/include/linux/nvme.h)
 
-use crate::IDENTIFY_SIZE;
+use crate::{identify_ctrl::le16, IDENTIFY_SIZE};
 
 /// NSFEAT bit 1: NAWUN, NAWUPF and NACWU are defined (`NVME_NS_FEAT_ATOMICS`).
 const NSFEAT_ATOMICS: u8 = 1 << 1;
@@ -52,10 +52,9 @@ impl NsIoHints {
         if b.len() != IDENTIFY_SIZE {
             return None;
         }
-        let byte = |i: usize| b.get(i).copied().unwrap_or(0);
-        let w = |i: usize| u16::from_le_bytes([byte(i), byte(i + 1)]);
+        let w = |i: usize| le16(b, i);
         Some(Self {
-            nsfeat: byte(24),
+            nsfeat: b.get(24).copied().unwrap_or(0),
             nawupf: w(36),
             nabo: w(42),
             nabspf: w(44),

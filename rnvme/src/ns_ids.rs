@@ -8,7 +8,7 @@
 
 use core::fmt;
 
-use crate::IDENTIFY_SIZE;
+use crate::{identify_ctrl::trimmed, IDENTIFY_SIZE};
 
 /// The lowest controller version (VS register) whose Namespace Identification Descriptor list
 /// is read (`nvme_identify_ns_descs()`: NVMe 1.3).
@@ -176,15 +176,6 @@ pub struct Wwid<'a> {
     pub nsid: u32,
 }
 
-/// `b` without trailing spaces and NULs.
-fn trim_end(b: &[u8]) -> &[u8] {
-    let n = b
-        .iter()
-        .rposition(|&c| c != b' ' && c != 0)
-        .map_or(0, |i| i + 1);
-    b.get(..n).unwrap_or(b)
-}
-
 fn hex(f: &mut fmt::Formatter<'_>, b: &[u8]) -> fmt::Result {
     b.iter().try_for_each(|x| write!(f, "{x:02x}"))
 }
@@ -213,9 +204,9 @@ impl fmt::Display for Wwid<'_> {
             return hex(f, &ids.eui64);
         }
         write!(f, "nvme.{:04x}-", self.vid)?;
-        hex(f, trim_end(self.serial))?;
+        hex(f, trimmed(self.serial))?;
         f.write_str("-")?;
-        hex(f, trim_end(self.model))?;
+        hex(f, trimmed(self.model))?;
         write!(f, "-{:08x}", self.nsid)
     }
 }
