@@ -19,6 +19,10 @@
 #       instructions per I/O by function for each run and the rnvme - C difference per function
 #       (fio-insns, fio-insns-sym, fio-insns-diff lines). Counts include interrupt handlers and
 #       interrupts-off code, which perf's cpu-clock samples cannot reach.
+#   --host-perf: the host's perf samples every host CPU (cpu-clock), and benches/host_profile.py
+#       prints per run the host CPU time per I/O of QEMU's vCPU threads, main loop and workers,
+#       of everything else and the host's idle time, and QEMU's hottest functions (host-profile
+#       lines); the guest's perf is off.
 #   RNVME_PROF_APPEND='rnvme_prof_rnvme_params=shadow_doorbells=0 rnvme_prof_callgraph=1' \
 #       scripts/profile-fio.sh      # guest knobs (tests/qemu/guest-tests/62-fio-profile.sh)
 #   RNVME_PROF_ADDS='SRC:DEST ...'  # extra initramfs files, e.g. another build of the C nvme.ko
@@ -28,14 +32,15 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ko="" secs=4 rc=0 timeline=0 insns=""
+ko="" secs=4 rc=0 timeline=0 insns="" host_perf=0
 while (($#)); do
     case "$1" in
         --ko) ko="$2"; shift 2 ;;
         --secs) secs="$2"; shift 2 ;;
         --timeline) timeline=1; shift ;;
         --insns) insns="$2"; shift 2 ;;
-        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+        --host-perf) host_perf=1; shift ;;
+        -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
         *) die "unknown argument '$1'" ;;
     esac
 done
@@ -74,8 +79,35 @@ if [[ -n "$insns" ]]; then
     # nokaslr: the kernel's addresses are System.map's.
     insn_append="nokaslr rnvme_prof_perf=0 rnvme_prof_sync_marks=1 rnvme_prof_ios=$insns rnvme_prof_alternate=1"
 fi
+host_rec=() hostf=""
+if ((host_perf)); then
+    [[ -z "$insns" ]] || die "--host-perf and --insns measure different things: one at a time"
+    # QEMU's trace is stamped with the host's wall clock (gettimeofday), perf's samples with
+    # CLOCK_MONOTONIC (Debian 12's perf 6.1 takes no CLOCK_REALTIME here): the offset
+    # between the two clocks, read now, converts one into the other.
+    clock_off=$(python3 -c 'import time; print(time.clock_gettime(time.CLOCK_REALTIME) - time.clock_gettime(time.CLOCK_MONOTONIC))')
+    traces+=(-msg timestamp=on -name rnvme-prof,debug-threads=on)
+    insn_append+=" rnvme_prof_perf=0"
+    hostf="$RNVME_WORK/logs/fio-profile-host-$stamp.data"
+    # Uprobes on QEMU functions that cost far more than an instruction: device register
+    # accesses (MMIO and port I/O), translations, writes into translated code, soft-TLB
+    # flushes, and takes of QEMU's global lock. Counted per I/O; removed again on exit.
+    qemu_bin=$(readlink -f "$(command -v qemu-system-x86_64)")
+    # RNVME_HOST_PROBES='f1 f2 ...' replaces the list (any function QEMU exports).
+    read -r -a probes <<< "${RNVME_HOST_PROBES:-memory_region_dispatch_read memory_region_dispatch_write
+        tb_gen_code tb_flush tb_phys_invalidate tb_invalidate_phys_page_fast
+        tb_invalidate_phys_range cpu_exec_step_atomic tlb_flush tlb_flush_page tlb_flush_by_mmuidx
+        tlb_flush_all_cpus_synced tlb_flush_page_all_cpus_synced qemu_mutex_lock_iothread_impl}"
+    "$perf_bin" probe -q -d 'probe_qemu:*' 2>/dev/null || true
+    trap '"$perf_bin" probe -q -d "probe_qemu:*" 2>/dev/null || true' EXIT
+    for f in "${probes[@]}"; do
+        "$perf_bin" probe -q -x "$qemu_bin" --add "$f" || die "perf probe on QEMU's $f failed"
+    done
+    host_rec=("$perf_bin" record -q -a -k mono -e cpu-clock/period=250000/
+              -e 'probe_qemu:*' -o "$hostf" --)
+fi
 log "host load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-"$q/run-guest.sh" -k normal -i "$img" --topology proof -t 3600 -l "$logf" \
+"${host_rec[@]}" "$q/run-guest.sh" -k normal -i "$img" --topology proof -t 3600 -l "$logf" \
     --append "rnvme_prof_secs=$secs rnvme_test_timeout=3000 $insn_append ${RNVME_PROF_APPEND:-}" -- \
     "${traces[@]}" -D "$tracef" "${plugin[@]}" || rc=$?
 log "host load after: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -108,7 +140,14 @@ if [[ -n "$dumpf" ]]; then
     xz -f -T1 "$dumpf"
     log "instruction counts: $dumpf.xz"
 fi
-rm -f "$tracef"
+if [[ -n "$hostf" ]]; then
+    "$perf_bin" script -i "$hostf" -F pid,tid,comm,time,event,ip,sym,dso --ns 2>/dev/null > "$hostf.txt" || rc=1
+    python3 "$RNVME_REPO/benches/host_profile.py" --trace "$tracef" --perf-script "$hostf.txt" --log "$logf" \
+        --clock-offset "$clock_off" --period-us 250 --cpus "$(nproc)" || rc=1
+    rm -f "$hostf.txt"
+    log "host perf data: $hostf"
+fi
+[[ -n "${RNVME_PROF_KEEP_TRACE:-}" ]] && log "trace: $tracef" || rm -f "$tracef"
 log "guest log: $logf"
 # The counts of a failed run (e.g. a kernel-log report) are printed too, then the script fails.
 ((rc == 0)) || die "guest run failed (run-guest.sh exit $rc); log $logf"
