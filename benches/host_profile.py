@@ -6,10 +6,11 @@ exits, waits for QEMU's global lock), in its main loop (the NVMe device model, b
 MSI-X delivery) and in its thread-pool workers (the image file's reads and writes). The guest
 cannot see the split: its system time is wall time of a vCPU, whatever the host did with it.
 `scripts/profile-fio.sh --host-perf` records the host's `perf` system-wide (cpu-clock samples
-with CLOCK_MONOTONIC timestamps) around the guest's boot, with QEMU's trace
-timestamped by the wall clock (`-msg timestamp=on`; `--clock-offset` is realtime - monotonic); this script cuts both at the guest's run
-markers (reads of the controller's INTMS register, `pci_nvme_mmio_read addr 0xc`) and prints,
-per run (driver and workload), divided by the run's I/Os:
+and uprobes on QEMU functions, CLOCK_MONOTONIC timestamps) around the guest's boot, with
+QEMU's trace stamped by the wall clock (`-msg timestamp=on`; `--clock-offset` is realtime -
+monotonic). This script cuts both at the guest's run markers (reads of the controller's INTMS
+register, `pci_nvme_mmio_read addr 0xc`) and prints, per run (driver and workload), divided by
+the run's I/Os:
 
   host-profile <wl> <dev>: ios N wall W | vcpu V main M worker K | host-other O idle I
       µs per I/O: wall time; host CPU time of QEMU's vCPU threads, main loop and thread-pool
@@ -17,10 +18,12 @@ per run (driver and workload), divided by the run's I/Os:
       all samples). Idle time left over means the host's CPUs were not what limited the run.
   host-profile-calls <wl> <dev> <calls/IO> <thread class> <QEMU function>   (uprobes)
   host-profile-sym <wl> <dev> <µs/IO> <thread class> <symbol>   (the hottest on-CPU symbols;
-      TCG's generated code has no symbol and is counted as `[jit]`)
+      TCG's generated code is `[tcg code]`, QEMU's functions without an exported symbol
+      `[unknown qemu-system-x86_64]`)
   host-profile-diff <wl> <µs/IO rnvme - C> <thread class> <symbol>
 
-Usage: host_profile.py --trace QEMU_TRACE --perf-script FILE --log GUEST_LOG --clock-offset S --period-us P [--top N]
+Usage: host_profile.py --trace QEMU_TRACE --perf-script FILE --log GUEST_LOG --clock-offset S
+           --period-us P --cpus N [--top N]
 where FILE is `perf script -F pid,tid,comm,time,event,ip,sym,dso --ns` output.
 """
 
@@ -31,6 +34,7 @@ import re
 import sys
 
 TRACE_RE = re.compile(r"^(\d+)@(\d+)\.(\d+):pci_nvme_mmio_read addr 0xc ")
+
 
 def thread_class(comm):
     """The kind of QEMU thread a thread name (QEMU's `-name debug-threads=on`) belongs to."""
