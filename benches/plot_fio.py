@@ -15,8 +15,10 @@ guest CPU ticks around the job) and writes, in DIR (suffix `-short` for the shor
 * fio-matrix.csv: one row per point and device: median/min/max IOPS over the rounds, median
   bandwidth, guest kernel CPU time per I/O (system+irq+softirq ticks of all CPUs during the job,
   in microseconds per I/O) and busy time per I/O (the same plus user), the ratio of the medians
-  to the C nvme driver's (rnvme/nvme; rnull/null_blk for the null devices) and the min/max of
-  the per-round paired ratios (the devices of one round ran back to back);
+  to the C nvme driver's (rnvme/nvme; rnull/null_blk for the null devices), the min/max of
+  the per-round paired ratios (the devices of one round ran back to back), and their geometric
+  mean with a 95% confidence interval (Student's t on the logarithms; printed as `fio-ci`
+  lines with the verdict: above 1.00, below 1.00 or not resolved);
 * fio-iops.png: IOPS against block size per device, one panel per rw and queue depth;
 * fio-ratio.png: rnvme/C and rnull/null_blk per point with the paired-ratio spread;
 * premap.png, when DIR/premap.csv exists: premapped vs mapped IOPS. Its columns:
@@ -29,6 +31,7 @@ guest CPU ticks around the job) and writes, in DIR (suffix `-short` for the shor
 import argparse
 import csv
 import datetime
+import math
 import os
 import re
 import statistics
@@ -39,6 +42,23 @@ RW_ORDER = ("randread", "randwrite", "read")
 DEVS = ("rnvme", "nvme", "null_blk", "rnull")
 PAIRS = (("rnvme", "nvme"), ("rnull", "null_blk"))
 USER_HZ_US = 10000  # one /proc/stat tick (USER_HZ 100) in microseconds
+# Two-sided 95% quantiles of Student's t distribution for 1..30 degrees of freedom.
+T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+        2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def paired_ci(ratios):
+    """Geometric mean of per-round paired ratios and its 95% confidence interval (Student's t
+    on the logarithms: the rounds are the independent samples, each one a pair of devices run
+    back to back). None with fewer than two ratios."""
+    logs = [math.log(x) for x in ratios if x and x > 0]
+    n = len(logs)
+    if n < 2:
+        return None
+    mean = statistics.fmean(logs)
+    half = (T975[n - 2] if n - 1 <= len(T975) else 1.960) * statistics.stdev(logs) / math.sqrt(n)
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
 
 def bs_bytes(bs):
@@ -117,9 +137,13 @@ def summarise(runs, meta):
                       and (row["workload"], row["dev"], k) in rounds]
             row["ratio_min"] = round(min(paired), 3) if paired else ""
             row["ratio_max"] = round(max(paired), 3) if paired else ""
+            ci = paired_ci(paired)
+            row["ratio_gmean"], row["ratio_ci_lo"], row["ratio_ci_hi"] = (
+                tuple(round(x, 3) for x in ci) if ci else ("", "", ""))
             row["ratio_of"] = f"{row['dev']}/{ref}"
         else:
             row["ratio"] = row["ratio_min"] = row["ratio_max"] = row["ratio_of"] = ""
+            row["ratio_gmean"] = row["ratio_ci_lo"] = row["ratio_ci_hi"] = ""
         row.update(meta)
     key = lambda r: (r["engine"], RW_ORDER.index(r["rw"]) if r["rw"] in RW_ORDER else 9,
                      r["bs_bytes"], r["qd"], DEVS.index(r["dev"]) if r["dev"] in DEVS else 9)
@@ -301,13 +325,19 @@ def markdown(out, suffix):
     def cpu(r):
         return "n/a" if not r or r["sys_us_per_io_median"] == "" else f"{num(r['sys_us_per_io_median']):.0f}"
 
+    def ci(r):
+        if not r or r.get("ratio_ci_lo", "") == "":
+            return "n/a"
+        return f"{num(r['ratio_gmean']):.2f} [{num(r['ratio_ci_lo']):.2f}–{num(r['ratio_ci_hi']):.2f}]"
+
     goal = [w for w in wls if w.startswith(("randread-4k-qd1-", "randread-4k-qd32-", "read-128k-"))]
-    print("Goal points (rnvme/C IOPS ratio of the medians, [min–max of the per-round paired ratios]):\n")
-    print("| point | rnvme IOPS | C nvme IOPS | rnvme/C | sys µs/I/O rnvme | sys µs/I/O C |")
-    print("|---|---|---|---|---|---|")
+    print("Goal points (rnvme/C IOPS ratio of the medians, [min–max of the per-round paired ratios];"
+          " geometric mean of the paired ratios [95% confidence interval]):\n")
+    print("| point | rnvme IOPS | C nvme IOPS | rnvme/C | paired geo-mean [95% CI] | sys µs/I/O rnvme | sys µs/I/O C |")
+    print("|---|---|---|---|---|---|---|")
     for w in goal:
         r, c = by.get((w, "rnvme")), by.get((w, "nvme"))
-        print(f"| {w} | {cell(r)} | {cell(c)} | {ratio(r)} | {cpu(r)} | {cpu(c)} |")
+        print(f"| {w} | {cell(r)} | {cell(c)} | {ratio(r)} | {ci(r)} | {cpu(r)} | {cpu(c)} |")
     print("\nEvery point (IOPS median [min–max] over the rounds; guest kernel CPU µs per I/O):\n")
     print("| point | rnvme | C nvme | rnvme/C | null_blk | rnull | rnull/null_blk | sys µs/I/O rnvme / C |")
     print("|---|---|---|---|---|---|---|---|")
@@ -359,8 +389,17 @@ def main(argv):
                 "load_before": a.load_before, "load_after": a.load_after, "commit": a.commit,
                 "date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%MZ")}
         write_csv(os.path.join(a.out, f"fio-matrix-runs{suffix}.csv"), runs)
-        write_csv(os.path.join(a.out, f"fio-matrix{suffix}.csv"), summarise(runs, meta))
+        rows = summarise(runs, meta)
+        write_csv(os.path.join(a.out, f"fio-matrix{suffix}.csv"), rows)
         print(f"plot_fio: {len(runs)} runs -> {a.out}/fio-matrix{suffix}.csv", file=sys.stderr)
+        # The paired rounds' verdict per point: above 1.00, below, or not resolved.
+        for r in rows:
+            if r["ratio_ci_lo"] == "":
+                continue
+            lo, hi = r["ratio_ci_lo"], r["ratio_ci_hi"]
+            verdict = "above 1.00" if lo > 1 else "below 1.00" if hi < 1 else "not resolved"
+            print(f"fio-ci {r['workload']}: {r['ratio_of']} {r['ratio_gmean']:.3f} [{lo:.3f}-{hi:.3f}]"
+                  f" 95% CI over {r['rounds']} paired rounds: {verdict}")
     if not a.no_plot:
         plots(a.out, suffix)
 
