@@ -93,14 +93,27 @@ if ((host_perf)); then
     # accesses (MMIO and port I/O), translations, writes into translated code, soft-TLB
     # flushes, and takes of QEMU's global lock. Counted per I/O; removed again on exit.
     qemu_bin=$(readlink -f "$(command -v qemu-system-x86_64)")
-    # RNVME_HOST_PROBES='f1 f2 ...' replaces the list (any function QEMU exports).
-    read -r -a probes <<< "${RNVME_HOST_PROBES:-memory_region_dispatch_read memory_region_dispatch_write
-        tb_gen_code tb_flush tb_phys_invalidate tb_invalidate_phys_page_fast
-        tb_invalidate_phys_range cpu_exec_step_atomic tlb_flush tlb_flush_page tlb_flush_by_mmuidx
-        tlb_flush_all_cpus_synced tlb_flush_page_all_cpus_synced qemu_mutex_lock_iothread_impl}"
+    # RNVME_HOST_PROBES replaces the list: one probe per line, a function QEMU exports and
+    # optionally what to record (perf probe syntax), e.g. 'x86_cpu_tlb_fill addr=%si:u64'.
+    mapfile -t probes <<< "${RNVME_HOST_PROBES:-memory_region_dispatch_read
+memory_region_dispatch_write
+tb_gen_code
+tb_flush
+tb_phys_invalidate
+tb_invalidate_phys_page_fast
+tb_invalidate_phys_range
+cpu_exec_step_atomic
+x86_cpu_tlb_fill
+tlb_flush
+tlb_flush_page
+tlb_flush_by_mmuidx
+tlb_flush_all_cpus_synced
+tlb_flush_page_all_cpus_synced
+qemu_mutex_lock_iothread_impl}"
     "$perf_bin" probe -q -d 'probe_qemu:*' 2>/dev/null || true
     trap '"$perf_bin" probe -q -d "probe_qemu:*" 2>/dev/null || true' EXIT
     for f in "${probes[@]}"; do
+        [[ -n "$f" ]] || continue
         "$perf_bin" probe -q -x "$qemu_bin" --add "$f" || die "perf probe on QEMU's $f failed"
     done
     host_rec=("$perf_bin" record -q -a -k mono -e cpu-clock/period=250000/
