@@ -21,8 +21,11 @@
 #       interrupts-off code, which perf's cpu-clock samples cannot reach.
 #   --host-perf: the host's perf samples every host CPU (cpu-clock), and benches/host_profile.py
 #       prints per run the host CPU time per I/O of QEMU's vCPU threads, main loop and workers,
-#       of everything else and the host's idle time, and QEMU's hottest functions (host-profile
-#       lines); the guest's perf is off.
+#       of everything else and the host's idle time, QEMU's hottest functions, and per I/O the
+#       calls of the QEMU functions given uprobes (host-profile lines); the guest's perf is off.
+#       RNVME_HOST_PROBES: the uprobes, one per line ('' for none: each hit costs the host
+#       microseconds, so the timings of a run without probes are the undisturbed ones).
+#   RNVME_PROF_KEEP_TRACE=1: keep QEMU's trace file (its path is printed).
 #   RNVME_PROF_APPEND='rnvme_prof_rnvme_params=shadow_doorbells=0 rnvme_prof_callgraph=1' \
 #       scripts/profile-fio.sh      # guest knobs (tests/qemu/guest-tests/62-fio-profile.sh)
 #   RNVME_PROF_ADDS='SRC:DEST ...'  # extra initramfs files, e.g. another build of the C nvme.ko
@@ -40,7 +43,7 @@ while (($#)); do
         --timeline) timeline=1; shift ;;
         --insns) insns="$2"; shift 2 ;;
         --host-perf) host_perf=1; shift ;;
-        -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
         *) die "unknown argument '$1'" ;;
     esac
 done
@@ -95,7 +98,7 @@ if ((host_perf)); then
     qemu_bin=$(readlink -f "$(command -v qemu-system-x86_64)")
     # RNVME_HOST_PROBES replaces the list: one probe per line, a function QEMU exports and
     # optionally what to record (perf probe syntax), e.g. 'x86_cpu_tlb_fill addr=%si:u64'.
-    mapfile -t probes <<< "${RNVME_HOST_PROBES:-memory_region_dispatch_read
+    mapfile -t probes <<< "${RNVME_HOST_PROBES-memory_region_dispatch_read
 memory_region_dispatch_write
 tb_gen_code
 tb_flush
@@ -112,12 +115,13 @@ tlb_flush_page_all_cpus_synced
 qemu_mutex_lock_iothread_impl}"
     "$perf_bin" probe -q -d 'probe_qemu:*' 2>/dev/null || true
     trap '"$perf_bin" probe -q -d "probe_qemu:*" 2>/dev/null || true' EXIT
+    host_rec=("$perf_bin" record -q -a -k mono -e cpu-clock/period=250000/)
     for f in "${probes[@]}"; do
         [[ -n "$f" ]] || continue
         "$perf_bin" probe -q -x "$qemu_bin" --add "$f" || die "perf probe on QEMU's $f failed"
+        host_rec+=(-e "probe_qemu:${f%% *}")
     done
-    host_rec=("$perf_bin" record -q -a -k mono -e cpu-clock/period=250000/
-              -e 'probe_qemu:*' -o "$hostf" --)
+    host_rec+=(-o "$hostf" --)
 fi
 log "host load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 "${host_rec[@]}" "$q/run-guest.sh" -k normal -i "$img" --topology proof -t 3600 -l "$logf" \
