@@ -115,7 +115,9 @@ tlb_flush_page_all_cpus_synced
 qemu_mutex_lock_iothread_impl}"
     "$perf_bin" probe -q -d 'probe_qemu:*' 2>/dev/null || true
     trap '"$perf_bin" probe -q -d "probe_qemu:*" 2>/dev/null || true' EXIT
-    host_rec=("$perf_bin" record -q -a -k mono -e cpu-clock/period=250000/)
+    # One cpu-clock sample per 250 µs of a CPU; the analysis weighs each sample by it.
+    host_period_us=250
+    host_rec=("$perf_bin" record -q -a -k mono -e "cpu-clock/period=$((host_period_us * 1000))/")
     for f in "${probes[@]}"; do
         [[ -n "$f" ]] || continue
         "$perf_bin" probe -q -x "$qemu_bin" --add "$f" || die "perf probe on QEMU's $f failed"
@@ -160,7 +162,7 @@ fi
 if [[ -n "$hostf" ]]; then
     "$perf_bin" script -i "$hostf" -F pid,tid,comm,time,event,ip,sym,dso --ns 2>/dev/null > "$hostf.txt" || rc=1
     python3 "$RNVME_REPO/benches/host_profile.py" --trace "$tracef" --perf-script "$hostf.txt" --log "$logf" \
-        --clock-offset "$clock_off" --period-us 250 --cpus "$(nproc)" || rc=1
+        --clock-offset "$clock_off" --period-us "$host_period_us" --cpus "$(nproc)" || rc=1
     rm -f "$hostf.txt"
     log "host perf data: $hostf"
 fi
