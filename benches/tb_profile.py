@@ -17,7 +17,19 @@ handlers and interrupts-off sections too, which a cpu-clock profile cannot sampl
 drivers doing the same N I/Os can be compared function by function. Instructions, not time:
 under TCG an MMIO access or a locked instruction costs far more than an add.
 
-  python3 benches/tb_profile.py --dump D --system-map S --log L [--top N] [--diff-top N]
+With --info (the plugin's info= file: per translated block its memory-operand instructions
+and its last instruction), also per run and mode (kernel, user), per I/O:
+
+  fio-insns-tb <workload> dev=<d> <mode>: blocks <b> insns <i> memops <m> ends <class>=<n> ...
+
+Block ends by class: `ret`; direct `call`/`jmp`/`jcc` to the same guest page as the block
+(`-page`) or another (`-xpage`: QEMU 7.2 chains translated blocks only within a page, so these
+leave the translated code for a jump-cache lookup, as `ret` and `indirect` do); `irqon`
+(sti, popf: TCG leaves the translated code to look for interrupts), `sys` (syscall, sysret,
+iret, swapgs, wrmsr, rdmsr, mov to a control register, hlt, pause, rdtsc, port I/O), `other`
+(a block cut by a page end or the block size limit).
+
+  python3 benches/tb_profile.py --dump D --system-map S --log L [--info I] [--top N] [--diff-top N]
 """
 
 import argparse
@@ -77,8 +89,64 @@ def parse_log(path, syms):
     return runs
 
 
+PAGE = 4096
+BRANCH = re.compile(r"^(call|jmp|j[a-z]+)[lqw]?\s+(\*?)(0x[0-9a-f]+)?")
+SYS = ("syscall", "sysret", "iret", "swapgs", "wrmsr", "rdmsr", "hlt", "pause", "rdtsc",
+       "in", "out", "cpuid", "invlpg")
+
+
+def end_class(vaddr, last):
+    """The class of the instruction that ends a block at `vaddr` (see the module doc)."""
+    op = last.split()[0] if last.split() else "?"
+    if op.startswith("ret"):
+        return "ret"
+    if op in ("sti", "popf", "popfq", "popfl", "popfw"):
+        return "irqon"
+    if op.startswith(SYS) or (op.startswith("mov") and "%cr" in last.split(",")[-1]):
+        return "sys"
+    m = BRANCH.match(last)
+    if m:
+        kind = "jcc" if m.group(1) not in ("call", "jmp") else m.group(1)
+        if m.group(2) or not m.group(3):
+            return "indirect"
+        same = int(m.group(3), 16) // PAGE == vaddr // PAGE
+        return f"{kind}-{'page' if same else 'xpage'}"
+    return "other"
+
+
+def parse_info(path):
+    """(block address, instructions) -> (memory-operand instructions, end class)."""
+    info = {}
+    with open(path, errors="replace") as f:
+        for line in f:
+            parts = line.rstrip("\n").split(" ", 3)
+            if len(parts) < 4:
+                continue
+            addr, n = int(parts[0], 16), int(parts[1])
+            info[(addr, n)] = (int(parts[2]), end_class(addr, parts[3]))
+    return info
+
+
+def block_report(wl, dev, ios, blocks, info):
+    """The fio-insns-tb lines of one run."""
+    for mode in ("kernel", "user"):
+        n = insns = memops = 0
+        ends = collections.Counter()
+        for (addr, size), execs in blocks.items():
+            if (addr >= KERNEL_START) != (mode == "kernel"):
+                continue
+            mem, cls = info.get((addr, size), (0, "unknown"))
+            n += execs
+            insns += size * execs
+            memops += mem * execs
+            ends[cls] += execs
+        classes = " ".join(f"{c}={v / ios:.1f}" for c, v in sorted(ends.items()))
+        print(f"fio-insns-tb {wl} dev={dev} {mode}: blocks {n / ios:.1f} insns {insns / ios:.1f} "
+              f"memops {memops / ios:.1f} ends {classes}")
+
+
 def parse_dump(path):
-    """mark number -> {block address: instructions executed since the previous mark}."""
+    """mark number -> {(block address, instructions): executions since the previous mark}."""
     marks = {}
     cur = None
     with open(path) as f:
@@ -92,15 +160,15 @@ def parse_dump(path):
                           file=sys.stderr)
                 continue
             addr, insns, execs = line.split()
-            cur[int(addr, 16)] += int(insns) * int(execs)
+            cur[(int(addr, 16), int(insns))] += int(execs)
     return marks
 
 
 def by_symbol(blocks, syms):
     """Instructions by function (all user-space code as one entry)."""
     out = collections.Counter()
-    for addr, n in blocks.items():
-        out["[user]" if addr < KERNEL_START else syms.name(addr)] += n
+    for (addr, insns), execs in blocks.items():
+        out["[user]" if addr < KERNEL_START else syms.name(addr)] += insns * execs
     return out
 
 
@@ -109,6 +177,7 @@ def main():
     ap.add_argument("--dump", required=True)
     ap.add_argument("--system-map", required=True)
     ap.add_argument("--log", required=True)
+    ap.add_argument("--info")
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--diff-top", type=int, default=40)
     a = ap.parse_args()
@@ -118,6 +187,7 @@ def main():
     runs = parse_log(a.log, syms)
     syms.finish()
     marks = parse_dump(a.dump)
+    info = parse_info(a.info) if a.info else None
     if not runs:
         sys.exit("tb-profile: no fio-profile lines with smark= in the log")
 
@@ -135,6 +205,8 @@ def main():
               f"(modules {modules:.0f}), user {user:.0f}")
         for s, v in sorted(per_io.items(), key=lambda kv: -kv[1])[: a.top]:
             print(f"fio-insns-sym {wl} dev={dev} {v:.1f} {s}")
+        if info is not None:
+            block_report(wl, dev, ios, marks[smark], info)
 
     workloads = []
     for wl, _, _, _ in runs:

@@ -78,7 +78,7 @@ if [[ -n "$insns" ]]; then
     so="$RNVME_WORK/tbcount.so"
     cc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$so" "$RNVME_REPO/benches/qemu-plugin/tbcount.c" -lpthread
     dumpf="$RNVME_WORK/logs/fio-profile-insns-$stamp.txt"
-    plugin=(-plugin "$so,out=$dumpf,mark=$mark")
+    plugin=(-plugin "$so,out=$dumpf,mark=$mark,info=$dumpf.info")
     # nokaslr: the kernel's addresses are System.map's.
     insn_append="nokaslr rnvme_prof_perf=0 rnvme_prof_sync_marks=1 rnvme_prof_ios=$insns rnvme_prof_alternate=1"
 fi
@@ -154,9 +154,9 @@ if ((timeline)); then
 fi
 tr -d '\r' < "$logf" | grep -aE '^fio-profile-(sym|batch|cpu|queue|dispatched|lat|ip) '
 if [[ -n "$dumpf" ]]; then
-    python3 "$RNVME_REPO/benches/tb_profile.py" --dump "$dumpf" --system-map "$smap" --log "$logf" ||
-        rc=1
-    xz -f -T1 "$dumpf"
+    python3 "$RNVME_REPO/benches/tb_profile.py" --dump "$dumpf" --system-map "$smap" --log "$logf" \
+        --info "$dumpf.info" || rc=1
+    xz -f -T1 "$dumpf" "$dumpf.info"
     log "instruction counts: $dumpf.xz"
 fi
 if [[ -n "$hostf" ]]; then

@@ -16,6 +16,11 @@
  *              one line "ADDR INSNS EXECS" per block start executed since the previous mark
  *              (INSNS instructions in the block, EXECS executions in the interval). Without
  *              mark, one snapshot is written at exit.
+ *   info=PATH  optional: for every block translated, one line "ADDR INSNS MEMOPS LAST", where
+ *              MEMOPS is how many of its instructions have a memory operand (each is a
+ *              soft-TLB lookup in the translated code) and LAST is the disassembly of its last
+ *              instruction (what ends the block: a branch, or an instruction after which TCG
+ *              leaves the translated code, e.g. sti, popf, wrmsr). Written at translation time.
  *
  * Counting is an inline 64-bit add per block execution, not atomic: two vCPUs executing the
  * same block at the same instant can lose an add (rare; both drivers are measured alike).
@@ -53,6 +58,9 @@ void qemu_plugin_register_vcpu_tb_exec_inline(struct qemu_plugin_tb *tb, enum qe
 void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, udata_cb_t cb, void *userdata);
 size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
 uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
+struct qemu_plugin_insn;
+struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb, size_t idx);
+char *qemu_plugin_insn_disas(const struct qemu_plugin_insn *insn);
 
 __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 
@@ -74,6 +82,7 @@ static size_t table_used;
 static bool table_full;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static FILE *out;
+static FILE *info_out;
 static uint64_t mark_addr;
 static bool have_mark;
 static uint64_t marks;
@@ -141,6 +150,36 @@ static void on_mark(unsigned int vcpu_index, void *userdata)
 	snapshot();
 }
 
+/* The info line of a block just translated (see info= above). */
+static void write_info(uint64_t vaddr, const struct qemu_plugin_tb *tb, size_t n)
+{
+	unsigned int memops = 0;
+	char *last = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		char *d = qemu_plugin_insn_disas(qemu_plugin_tb_get_insn(tb, i));
+
+		if (!d)
+			continue;
+		/*
+		 * QEMU's i386 disassembler writes AT&T syntax, memory operands in parentheses or
+		 * with a segment prefix (per-CPU data, %gs:); brackets in Intel syntax, with
+		 * capstone. lea and nop compute or do nothing.
+		 */
+		if ((strchr(d, '(') || strchr(d, '[') || strstr(d, "s:")) && strncmp(d, "lea", 3) &&
+		    strncmp(d, "nop", 3))
+			memops++;
+		if (i + 1 == n)
+			last = d;
+		else
+			free(d);
+	}
+	pthread_mutex_lock(&lock);
+	fprintf(info_out, "%" PRIx64 " %zu %u %s\n", vaddr, n, memops, last ? last : "?");
+	pthread_mutex_unlock(&lock);
+	free(last);
+}
+
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	uint64_t vaddr = qemu_plugin_tb_vaddr(tb);
@@ -153,6 +192,8 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	pthread_mutex_unlock(&lock);
 	if (b)
 		qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &b->execs, 1);
+	if (info_out && n > 0)
+		write_info(vaddr, tb, n);
 	if (have_mark && vaddr == mark_addr)
 		qemu_plugin_register_vcpu_tb_exec_cb(tb, on_mark, QEMU_PLUGIN_CB_NO_REGS, NULL);
 }
@@ -164,6 +205,8 @@ static void on_qemu_exit(qemu_plugin_id_t id, void *userdata)
 	if (!have_mark)
 		snapshot();
 	fclose(out);
+	if (info_out)
+		fclose(info_out);
 }
 
 __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t id,
@@ -171,11 +214,14 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 							       char **argv)
 {
 	const char *path = NULL;
+	const char *info_path = NULL;
 
 	(void)info;
 	for (int i = 0; i < argc; i++) {
 		if (!strncmp(argv[i], "out=", 4)) {
 			path = argv[i] + 4;
+		} else if (!strncmp(argv[i], "info=", 5)) {
+			info_path = argv[i] + 5;
 		} else if (!strncmp(argv[i], "mark=", 5)) {
 			char *end;
 
@@ -195,8 +241,10 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
 		return -1;
 	}
 	out = fopen(path, "w");
+	if (info_path)
+		info_out = fopen(info_path, "w");
 	table = calloc(TABLE_SIZE, sizeof(*table));
-	if (!out || !table) {
+	if (!out || !table || (info_path && !info_out)) {
 		fprintf(stderr, "tbcount: cannot open %s or allocate the table\n", path);
 		return -1;
 	}
