@@ -6,7 +6,10 @@
 #  2. checks benches/tb_profile.py against a hand-made snapshot, System.map and guest log whose
 #     per-I/O figures are computed here by hand: attribution to the right function (kernel and
 #     module), user space lumped, the right mark per run, division by the run's I/Os, and the
-#     rnvme - C difference.
+#     rnvme - C difference;
+#  3. the per-block info file (info=): written in the QEMU run, with memory operands counted
+#     and last instructions disassembled, and tb_profile.py --info's block-end classes and
+#     per-I/O figures on hand-made input.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 tmp=$(mktemp -d)
@@ -17,12 +20,20 @@ cc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$tmp/tbcount.so" "$here/tbcount.c
 
 # 1. In QEMU. SIGTERM makes QEMU shut down cleanly, which runs the plugin's exit snapshot.
 timeout -s TERM 3 qemu-system-x86_64 -accel tcg -display none -m 64 -nodefaults \
-    -plugin "$tmp/tbcount.so,out=$tmp/dump.txt" >/dev/null 2>&1 || true
+    -plugin "$tmp/tbcount.so,out=$tmp/dump.txt,info=$tmp/info.txt" >/dev/null 2>&1 || true
 [[ -s "$tmp/dump.txt" ]] || fail "QEMU wrote no snapshot"
 head -n1 "$tmp/dump.txt" | grep -qx 'mark 1' || fail "the snapshot does not start with 'mark 1'"
 total=$(awk 'NR > 1 { s += $2 * $3 } END { printf "%d", s }' "$tmp/dump.txt")
 ((total > 1000000)) || fail "only $total instructions counted"
 echo "tbcount selftest: QEMU run: $(($(wc -l < "$tmp/dump.txt") - 1)) blocks, $total instructions"
+# Every translated block has an info line "ADDR INSNS MEMOPS LAST..."; the firmware loads and
+# stores, and ends blocks with conditional jumps and returns.
+[[ -s "$tmp/info.txt" ]] || fail "QEMU wrote no info file"
+awk 'NF < 4 || $1 !~ /^[0-9a-f]+$/ || $2 !~ /^[0-9]+$/ || $3 !~ /^[0-9]+$/ || $3 > $2 { bad++ }
+     END { exit bad > 0 }' "$tmp/info.txt" || fail "malformed info lines"
+awk '{ m += $3 } END { exit m == 0 }' "$tmp/info.txt" || fail "no memory operand counted"
+grep -qE '^[0-9a-f]+ [0-9]+ [0-9]+ j[a-z]+ ' "$tmp/info.txt" || fail "no block ends in a jump"
+grep -qE '^[0-9a-f]+ [0-9]+ [0-9]+ ret' "$tmp/info.txt" || fail "no block ends in a return"
 
 # 2. The analysis, on known input. Kernel text: f_a at ...1000, f_b at ...2000; module function
 # m_x at ffffffffa0000000. Run 1 (rnvme, 10 I/Os) is mark 2, run 2 (nvme, 5 I/Os) is mark 4.
@@ -65,3 +76,29 @@ expect "fio-insns-diff wl [kernel total] rnvme 24.0 c 10.0 diff +14.0"
 expect "fio-insns-diff wl f_b rnvme 3.0 c 6.0 diff -3.0"
 expect "fio-insns-diff wl f_a rnvme 7.0 c 4.0 diff +3.0"
 echo "tbcount selftest: analysis: 8 expected lines found"
+
+# 3. Block ends, on the same dump. f_a's block at ...1000 (4 insns, 2 with memory operands)
+# ends in a call on its own page, ...1010 (6, 1) in a jump to another page, f_b's ...2004 (3,
+# 0) in sti; the module block (7, 3) in a return, the user block (2, 1) in an indirect call.
+# ...2000 with 2 instructions (nvme only) ends in wrmsr; the 9-instruction block at the same
+# address (a conditional jump) is never executed.
+cat > "$tmp/info2.txt" <<'EOF'
+ffffffff81001000 4 2 callq 0xffffffff81001800
+ffffffff81001010 6 1 jmp 0xffffffff81005000
+ffffffff81002004 3 0 sti 
+ffffffffa0000020 7 3 retq 
+400000 2 1 callq *%rax
+ffffffff81002000 9 4 je 0xffffffff81002040
+ffffffff81002000 2 0 wrmsr 
+EOF
+python3 "$here/../tb_profile.py" --dump "$tmp/dump2.txt" --system-map "$tmp/System.map" \
+    --log "$tmp/guest.log" --info "$tmp/info2.txt" > "$tmp/out2.txt"
+# rnvme (10 I/Os): kernel blocks (10 + 5 + 10 + 20)/10 = 4.5, instructions 24, memops
+# (2*10 + 1*5 + 0 + 3*20)/10 = 8.5; ends call-page 1, jmp-xpage 0.5, irqon 1, ret 2. User:
+# 5 blocks, 10 instructions, 5 memops, 5 indirect. nvme (5 I/Os): ...1000 x5 (call-page 1)
+# and ...2000 with 2 instructions x15 (wrmsr: sys 3): 4 blocks, 10 instructions, memops 2.
+expect2() { grep -qxF "$1" "$tmp/out2.txt" || { cat "$tmp/out2.txt" >&2; fail "missing line: $1"; }; }
+expect2 "fio-insns-tb wl dev=rnvme kernel: blocks 4.5 insns 24.0 memops 8.5 ends call-page=1.0 irqon=1.0 jmp-xpage=0.5 ret=2.0"
+expect2 "fio-insns-tb wl dev=rnvme user: blocks 5.0 insns 10.0 memops 5.0 ends indirect=5.0"
+expect2 "fio-insns-tb wl dev=nvme kernel: blocks 4.0 insns 10.0 memops 2.0 ends call-page=1.0 sys=3.0"
+echo "tbcount selftest: block ends: 3 expected lines found"
