@@ -7,12 +7,14 @@
 #include <linux/blkdev.h>
 #include <linux/completion.h>
 #include <linux/cpumask.h>
+#include <linux/dma-map-ops.h>
 #include <linux/dma-mapping.h>
 #include <linux/dmapool.h>
 #include <linux/highmem.h>
 #include <linux/interrupt.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
 #include <linux/io.h>
+#include <linux/iommu-dma.h>
 #include <linux/jiffies.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
@@ -235,6 +237,8 @@ void rnvme_glue_lo_hi_writeq(u64 value, void __iomem *addr)
 
 /* The helpers pass DMA addresses as u64. */
 static_assert(sizeof(dma_addr_t) == sizeof(u64));
+/* kernel_glue::dma::map's DMA_MAPPING_ERROR. */
+static_assert(DMA_MAPPING_ERROR == (dma_addr_t)~0ULL);
 
 int rnvme_glue_dma_set_mask_and_coherent(struct device *dev, u64 mask)
 {
@@ -246,15 +250,15 @@ u64 rnvme_glue_dma_opt_mapping_size(struct device *dev)
 	return dma_opt_mapping_size(dev);
 }
 
-int rnvme_glue_dma_map_page(struct device *dev, struct page *page, size_t offset, size_t len,
-			    int dir, u64 *addr)
+bool rnvme_glue_dma_need_unmap(struct device *dev)
 {
-	dma_addr_t a = dma_map_page_attrs(dev, page, offset, len, dir, 0);
-
-	if (dma_mapping_error(dev, a))
-		return -EIO;
-	*addr = a;
-	return 0;
+	if (IS_ENABLED(CONFIG_DMA_API_DEBUG) || use_dma_iommu(dev) || get_dma_ops(dev))
+		return true;
+#ifdef CONFIG_DMA_NEED_SYNC
+	return !dev->dma_skip_sync;
+#else
+	return true;
+#endif
 }
 
 struct dma_pool *rnvme_glue_dma_pool_create(const char *name, struct device *dev, size_t size,

@@ -96,11 +96,14 @@ int rnvme_glue_dma_set_mask_and_coherent(struct device *dev, u64 mask);
 /* dma_opt_mapping_size(): the largest mapping that costs no more than smaller ones. */
 u64 rnvme_glue_dma_opt_mapping_size(struct device *dev);
 /*
- * dma_map_page_attrs() then dma_mapping_error() (which DMA-API debugging requires after every
- * mapping): one call per segment instead of two. 0 and the bus address in *addr, or -EIO.
+ * Whether streaming mappings of dev must be unmapped: false only when unmapping does nothing
+ * (direct mapping without DMA ops or an IOMMU, cache-coherent, no swiotlb bounce buffer used
+ * for dev since its mask was set, no DMA-API debugging). Upstream's dma_need_unmap()
+ * (kernel/dma/mapping.c, Linux 6.16) with 6.12's fields. It can only turn from false to true
+ * (swiotlb_tbl_map_single() clears dma_skip_sync in the mapping call that bounces), so asked
+ * after a mapping was made it also covers that mapping.
  */
-int rnvme_glue_dma_map_page(struct device *dev, struct page *page, size_t offset, size_t len,
-			    int dir, u64 *addr);
+bool rnvme_glue_dma_need_unmap(struct device *dev);
 /* dma_pool_create() / dma_pool_destroy() / dma_pool_alloc(GFP_ATOMIC) / dma_pool_free(). */
 struct dma_pool *rnvme_glue_dma_pool_create(const char *name, struct device *dev, size_t size,
 					    size_t align, size_t boundary);

@@ -68,6 +68,30 @@ impl Page for KPage {
     }
 }
 
+/// Whether `b` starts in physical memory right where `a` ends: the address test of
+/// `biovec_phys_mergeable()` (`block/blk.h`), `page_to_phys(a) + a.offset + a.len ==
+/// page_to_phys(b) + b.offset`, without calling `page_to_phys`. With the vmemmap (required
+/// above) two pages' physical addresses differ by `PAGE_SIZE` per `struct page` between their
+/// handles, so the test is arithmetic on the handles (wrapping, as `page_to_phys` is): the
+/// per-segment call it replaces was a fifth of the merging loop of a 128 KiB request.
+#[inline]
+pub fn phys_follows(a: &Bvec<KPage>, b: &Bvec<KPage>) -> bool {
+    // Signed and exact: `struct page` need not be a power of two in size, and `b` may lie
+    // below `a` (the vmemmap spans far less than 2^63 bytes, so the difference of two real
+    // handles is exact; for other values the answer means nothing but is still defined).
+    let step = size_of::<bindings::page>() as i64;
+    let d = (b.page().addr() as i64).wrapping_sub(a.page().addr() as i64);
+    if d % step != 0 {
+        return false;
+    }
+    let frames = d / step;
+    let a_end = u64::from(a.offset()) + u64::from(a.len());
+    (frames as u64)
+        .wrapping_mul(bindings::PAGE_SIZE as u64)
+        .wrapping_add(u64::from(b.offset()))
+        == a_end
+}
+
 // `struct bio_vec { struct page *bv_page; unsigned int bv_len; unsigned int bv_offset; }`:
 // `Bvec<KPage>` must be the same size and alignment, with the fields in the same places. The
 // field offsets of `Bvec` are private to the bvec crate, so the order is checked by value: a

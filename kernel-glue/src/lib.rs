@@ -47,5 +47,5 @@ pub mod sync;
 pub mod time;
 pub mod user_rq;
 
-pub use kpage::{bio_vec_ptr, KPage};
+pub use kpage::{bio_vec_ptr, phys_follows, KPage};
 pub use owned_pages::{OwnedPages, MAX_ORDER};

@@ -214,22 +214,30 @@ pub(crate) fn build(
             return Ok(DataPointer::prp(prp1, prp2));
         }
     }
-    // A list that fits one page (transfers up to 2 MiB): checked and written in one pass over
-    // the segments, straight into the page (`nvme::prp_fill`). The count below checks nothing;
-    // the fill checks every rule.
-    let count = dma_segs(segs).fold(0usize, |n, s| n.saturating_add(s.ctrl_pages() as usize));
-    if (3..=nvme::PRPS_PER_PAGE + 1).contains(&count) {
-        let mut block = DmaPool::alloc(pool)?;
-        // SAFETY: allocated just above: no command names it yet.
-        let words = unsafe { block.as_words_mut() };
-        let room = words.len();
-        let fill = nvme::prp_fill(dma_segs(segs), words).map_err(|_| EINVAL)?;
-        if fill.list_entries + 1 == count && fill.list_entries <= room {
+    // Else the entries go straight into a list page in one pass over the segments
+    // (`nvme::prp_fill` checks every rule and counts the entries, also those past the page):
+    // no pass to count them first. A list that fits one page (transfers up to 2 MiB) is
+    // used as it is; a list of one entry is PRP2 itself and the page goes back to the pool
+    // (multi-segment transfers of two controller pages: rare).
+    let mut block = DmaPool::alloc(pool)?;
+    // SAFETY: allocated just above: no command names it yet.
+    let words = unsafe { block.as_words_mut() };
+    let room = words.len();
+    let fill = nvme::prp_fill(dma_segs(segs), words).map_err(|_| EINVAL)?;
+    match fill.list_entries {
+        0 => return Ok(DataPointer::prp(fill.prp1, 0)),
+        1 => {
+            let prp2 = words.first().map(|&w| u64::from_le(w)).ok_or(EINVAL)?;
+            return Ok(DataPointer::prp(fill.prp1, prp2));
+        }
+        n if n <= room => {
             let prp2 = block.dma_handle();
             *lists = Some(ListPages::prp_page(block, stats));
             return Ok(DataPointer::prp(fill.prp1, prp2));
         }
-        // A pool block smaller than a page (not this driver's): the planned path below.
+        // More than a page holds (or a pool block smaller than a page, not this driver's):
+        // chained list pages, below.
+        _ => drop(block),
     }
     let plan = nvme::plan_prps_iter(dma_segs(segs)).map_err(|_| EINVAL)?;
     let mut entries = nvme::prp_entries(dma_segs(segs));

@@ -18,6 +18,7 @@ use kernel_glue::{
     error::BlkStatus,
     irq::{Handler, IrqReturn},
     pci,
+    phys_follows,
     time::tsc,
     KPage,
 };
@@ -45,9 +46,9 @@ const INLINE_SEGS: usize = 2;
 /// (`biovec_phys_mergeable()`, `blk_rq_map_sg()`): only the merged segment has to end on a
 /// controller page for the PRP rules.
 pub(crate) fn map_data<const N: usize>(rq: &Request<IoOps>, map: &mut Mapping<N>) -> Result {
-    // The segment waiting to be mapped, and the physical address it ends at: each segment's
-    // `page_to_phys` is taken once, when it arrives.
-    let mut pending: Option<(Bvec<KPage>, Option<u64>)> = None;
+    // The segment waiting to be mapped: merged with the next one while that one follows it
+    // in physical memory.
+    let mut pending: Option<Bvec<KPage>> = None;
     let mut map_one = |seg: &Bvec<KPage>| {
         // SAFETY: the segment is data of `rq` (a bio's pages, user pages pinned for a
         // passthrough command, or a registered buffer's pages held by the ring), kept allocated
@@ -56,20 +57,18 @@ pub(crate) fn map_data<const N: usize>(rq: &Request<IoOps>, map: &mut Mapping<N>
         unsafe { map.map(seg) }
     };
     rq.for_each_segment(|seg| {
-        let start = seg.phys();
-        let end = start.checked_add(u64::from(seg.len()));
-        if let Some((p, p_end)) = pending {
-            if let Some(m) = merge(&p, p_end, start, seg) {
-                pending = Some((m, end));
+        if let Some(p) = pending {
+            if let Some(m) = merge(&p, seg) {
+                pending = Some(m);
                 return Ok(());
             }
             map_one(&p)?;
         }
-        pending = Some((*seg, end));
+        pending = Some(*seg);
         Ok(())
     })?;
     match pending {
-        Some((p, _)) => map_one(&p),
+        Some(p) => map_one(&p),
         None => Ok(()),
     }
 }
@@ -269,16 +268,10 @@ fn status_of(v: u8) -> BlkStatus {
     BlkStatus::from_raw(v).unwrap_or(BlkStatus::IOERR)
 }
 
-/// `a` and `b` as one segment if `b` starts (physical address `b_start`) where `a` ends
-/// (`a_end`, `None` if that overflowed) in physical memory.
+/// `a` and `b` as one segment if `b` starts where `a` ends in physical memory.
 #[inline]
-fn merge(
-    a: &Bvec<KPage>,
-    a_end: Option<u64>,
-    b_start: u64,
-    b: &Bvec<KPage>,
-) -> Option<Bvec<KPage>> {
-    if a_end? != b_start {
+fn merge(a: &Bvec<KPage>, b: &Bvec<KPage>) -> Option<Bvec<KPage>> {
+    if !phys_follows(a, b) {
         return None;
     }
     Bvec::new(a.page(), a.offset(), a.len().checked_add(b.len())?).ok()

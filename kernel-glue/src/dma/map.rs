@@ -11,6 +11,10 @@ use kernel::{bindings, prelude::*, sync::Arc};
 
 use crate::{helpers, pci, KPage};
 
+/// `DMA_MAPPING_ERROR` (`include/linux/dma-mapping.h`, a macro bindgen does not see; value
+/// checked against C in helpers.c).
+const DMA_MAPPING_ERROR: u64 = u64::MAX;
+
 /// Direction of a streaming mapping (`enum dma_data_direction`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Direction {
@@ -40,10 +44,17 @@ pub struct MappedSegment {
 
 /// Up to `N` page segments mapped for one direction; every segment is unmapped on drop.
 ///
+/// The drop skips the unmap calls when the DMA layer says they would do nothing
+/// (`rnvme_glue_dma_need_unmap()`, upstream's later `dma_need_unmap()`: a direct, coherent
+/// mapping that no swiotlb bounce buffer backs, without DMA-API debugging). 6.12's C driver
+/// unmaps every segment (`nvme_unmap_data()` in `drivers/nvme/host/pci.c`); for a 128 KiB
+/// request of 32 pages those calls were about 1,600 instructions (`docs/DEVIATIONS.md`).
+///
 /// # Invariants
 ///
 /// `n <= N`, and the first `n` entries of `segs` are initialised and are live
-/// `dma_map_page_attrs` mappings for `dev` in direction `dir`, unmapped only by the drop. The
+/// `dma_map_page_attrs` mappings for `dev` in direction `dir`, unmapped only by the drop (or
+/// not at all, where unmapping them does nothing). The
 /// entries after them are never read: a table is not cleared when it is made (for the
 /// 128-entry table of a large request that was a 2 KiB `memset` per I/O).
 pub struct Mapping<const N: usize> {
@@ -113,21 +124,27 @@ impl<const N: usize> Mapping<N> {
         // The entry after the live ones (none when `N` are mapped); a field of its own, so
         // `dev` and `dir` stay readable below.
         let slot = self.segs.get_mut(self.n).ok_or(ENOSPC)?;
-        let mut addr = 0u64;
+        let dev = self.dev.device_raw();
         // SAFETY: `dev` is valid; `seg` is `len` bytes at `offset` in physically contiguous
-        // pages starting at `page` (the `Bvec` invariant and the function contract); `addr` is
-        // writable. The helper checks the result with `dma_mapping_error()`.
-        let rc = unsafe {
-            helpers::rnvme_glue_dma_map_page(
-                self.dev.device_raw(),
+        // pages starting at `page` (the `Bvec` invariant and the function contract).
+        let addr = unsafe {
+            bindings::dma_map_page_attrs(
+                dev,
                 seg.page().as_ptr(),
                 seg.offset() as usize,
                 seg.len() as usize,
-                self.dir.raw() as _,
-                &mut addr,
+                self.dir.raw(),
+                0,
             )
         };
-        if rc != 0 {
+        // `dma_mapping_error()` (`include/linux/dma-mapping.h`), inline in C: DMA-API debugging
+        // records that the driver checked the result, then the error value is compared.
+        #[cfg(CONFIG_DMA_API_DEBUG)]
+        // SAFETY: `dev` is valid; `addr` was just returned for it.
+        unsafe {
+            bindings::debug_dma_mapping_error(dev, addr)
+        };
+        if addr == DMA_MAPPING_ERROR {
             return Err(EIO);
         }
         slot.write(MappedSegment {
@@ -150,6 +167,14 @@ impl<const N: usize> Mapping<N> {
 
 impl<const N: usize> Drop for Mapping<N> {
     fn drop(&mut self) {
+        if self.n == 0 {
+            return;
+        }
+        // SAFETY: `dev` is a valid device (reference held). Asked after the mappings were
+        // made: a bounce in any of them would have made it true (the helper's contract).
+        if !unsafe { helpers::rnvme_glue_dma_need_unmap(self.dev.device_raw()) } {
+            return;
+        }
         for s in self.segments() {
             // SAFETY: a live mapping of `dev` in `dir` (type invariant), unmapped once here.
             unsafe {
