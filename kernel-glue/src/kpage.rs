@@ -72,8 +72,8 @@ impl Page for KPage {
 /// `biovec_phys_mergeable()` (`block/blk.h`), `page_to_phys(a) + a.offset + a.len ==
 /// page_to_phys(b) + b.offset`, without calling `page_to_phys`. With the vmemmap (required
 /// above) two pages' physical addresses differ by `PAGE_SIZE` per `struct page` between their
-/// handles, so the test is arithmetic on the handles (wrapping, as `page_to_phys` is): the
-/// per-segment call it replaces was a fifth of the merging loop of a 128 KiB request.
+/// handles, so the test is arithmetic on the handles (wrapping, as `page_to_phys` is), with
+/// no call into C per segment.
 #[inline]
 pub fn phys_follows(a: &Bvec<KPage>, b: &Bvec<KPage>) -> bool {
     // Signed and exact: `struct page` need not be a power of two in size, and `b` may lie
