@@ -388,9 +388,9 @@ impl<'a, P: Page> BvecIter<'a, P> {
             return Ok(());
         }
         let size = self.state.size();
-        let Some(new_size) = size.checked_sub(bytes) else {
+        if bytes > size {
             return Err(past_end(bytes, size));
-        };
+        }
         // `size > 0` here, so by the invariant `idx` is inside the table.
         let Some(bv) = self.table.get(self.state.idx() as usize) else {
             return Err(past_end(bytes, size));
@@ -399,17 +399,35 @@ impl<'a, P: Page> BvecIter<'a, P> {
         if bytes > left {
             return Err(beyond_segment(bytes, left));
         }
-        let (mut idx, mut done) = (self.state.idx(), self.state.done() + bytes);
-        if done == bv.len() {
-            // `idx < table.len() <= u32::MAX`, so this cannot wrap.
-            idx = idx.wrapping_add(1);
-            done = 0;
-        }
-        let sector = self.state.sector().wrapping_add(sectors(bytes));
-        // INVARIANT: `bytes <= left`, so the position stays inside segment `idx` or moves to the
-        // start of the next one; `new_size` shrank by exactly the bytes moved over.
-        self.state = IterState::new(sector, new_size, idx, done);
+        self.step_in_segment(bv.len(), bytes);
         Ok(())
+    }
+
+    /// Moves over `bytes` of the current segment, whose length is `seg_len`: the step of
+    /// [`BvecIter::advance_single`] once its checks have passed, shared with
+    /// [`crate::Segments`], whose `window` has made the same checks.
+    ///
+    /// The caller guarantees `0 < bytes <= seg_len - done` and `bytes <= size`, so neither the
+    /// sum nor the difference below wraps.
+    #[inline]
+    pub(crate) fn step_in_segment(&mut self, seg_len: u32, bytes: u32) {
+        let s = self.state;
+        let done = s.done().wrapping_add(bytes);
+        let (idx, done) = if done == seg_len {
+            // `idx < table.len() <= u32::MAX`, so this cannot wrap.
+            (s.idx().wrapping_add(1), 0)
+        } else {
+            (s.idx(), done)
+        };
+        // INVARIANT: `bytes` stays inside the current segment (caller), so the position stays
+        // inside segment `idx` or moves to the start of the next one; the size shrinks by
+        // exactly the bytes moved over.
+        self.state = IterState::new(
+            s.sector().wrapping_add(sectors(bytes)),
+            s.size().wrapping_sub(bytes),
+            idx,
+            done,
+        );
     }
 
     /// Shrinks the remaining size to `min(size, remaining)`, keeping the position.

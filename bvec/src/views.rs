@@ -9,7 +9,7 @@
 
 use core::iter::FusedIterator;
 
-use crate::{iter::sectors, Bvec, BvecIter, IterState, Page, PAGE_SHIFT, PAGE_SIZE};
+use crate::{Bvec, BvecIter, Page, PAGE_SHIFT, PAGE_SIZE};
 
 /// `PAGE_SIZE` as a `u32`, for offset masks.
 const PAGE_U32: u32 = PAGE_SIZE as u32;
@@ -174,25 +174,9 @@ impl<P: Page> Iterator for Segments<'_, P> {
         let seg = self.iter.table().get(s.idx() as usize)?;
         // The rest of the current segment, clipped to the size; `None` when the size is 0.
         let bv = seg.window(s.done(), s.size())?;
-        // The step `advance_single(bv.len())` takes, computed here without its checks, which
-        // `window` has already made: `done + len <= seg.len()` and `len <= size`.
-        // Neither sum nor difference below can wrap, by those two facts.
-        let len = bv.len();
-        let done = s.done().wrapping_add(len);
-        let (idx, done) = if done == seg.len() {
-            // `idx < table.len() <= u32::MAX`, so this cannot wrap.
-            (s.idx().wrapping_add(1), 0)
-        } else {
-            (s.idx(), done)
-        };
-        // INVARIANT: as in `advance_single`: the position moves over exactly the `len` bytes
-        // the size loses, to the start of the next segment or inside this one.
-        self.iter.replace_state(IterState::new(
-            s.sector().wrapping_add(sectors(len)),
-            s.size().wrapping_sub(len),
-            idx,
-            done,
-        ));
+        // `window` made the checks `advance_single` would make again: `done + len <=
+        // seg.len()` and `len <= size`.
+        self.iter.step_in_segment(seg.len(), bv.len());
         Some(bv)
     }
 
