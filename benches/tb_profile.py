@@ -91,8 +91,9 @@ def parse_log(path, syms):
 
 PAGE = 4096
 BRANCH = re.compile(r"^(call|jmp|j[a-z]+)[lqw]?\s+(\*?)(0x[0-9a-f]+)?")
-SYS = ("syscall", "sysret", "iret", "swapgs", "wrmsr", "rdmsr", "hlt", "pause", "rdtsc",
-       "in", "out", "cpuid", "invlpg")
+# Mnemonics (AT&T, with or without a size suffix) after which TCG leaves the translated code.
+SYS = re.compile(r"^(syscall|sysret[lq]?|iret[lqw]?|swapgs|wrmsr|rdmsr|hlt|pause|rdtscp?|cpuid"
+                 r"|invlpg|int3?|(in|out)s?[bwl]?)$")
 
 
 def end_class(vaddr, last):
@@ -102,7 +103,7 @@ def end_class(vaddr, last):
         return "ret"
     if op in ("sti", "popf", "popfq", "popfl", "popfw"):
         return "irqon"
-    if op.startswith(SYS) or (op.startswith("mov") and "%cr" in last.split(",")[-1]):
+    if SYS.match(op) or (op.startswith("mov") and "%cr" in last.split(",")[-1]):
         return "sys"
     m = BRANCH.match(last)
     if m:
