@@ -414,21 +414,21 @@ impl Queue {
     /// was written.
     #[inline(always)]
     fn push(&self, s: &mut SqSide, tag: u16, cmd: &mut SubmissionEntry) -> Result<(), SubmitError> {
-        if s.sq.is_full() {
-            // The head as of the last completion accepted (it only moves forward, within the
-            // tail this side published, so the update cannot fail unless a reset raced).
-            let _ = s.sq.update_head(self.sq_head.load(Ordering::Acquire));
-            if s.sq.is_full() {
-                return Err(SubmitError::Full);
-            }
-        }
         let cid = self.cids.start(tag).map_err(|_| SubmitError::Cid)?;
         cmd.set_cid(cid);
-        if s.sq.push(&mut SqMem(&self.sq_mem), cmd).is_err() {
-            self.cids.cancel(tag);
-            return Err(SubmitError::Full);
+        // The ring's own check is the only one on the way in; a full ring (rare: the head is
+        // refreshed from completions lazily) is looked at again below.
+        if s.sq.push(&mut SqMem(&self.sq_mem), cmd).is_ok() {
+            return Ok(());
         }
-        Ok(())
+        // The head as of the last completion accepted (it only moves forward, within the tail
+        // this side published, so the update cannot fail unless a reset raced).
+        let _ = s.sq.update_head(self.sq_head.load(Ordering::Acquire));
+        if s.sq.push(&mut SqMem(&self.sq_mem), cmd).is_ok() {
+            return Ok(());
+        }
+        self.cids.cancel(tag);
+        Err(SubmitError::Full)
     }
 
     /// Starts a batch of submissions (`nvme_submit_cmds()`): the submission lock stays held

@@ -245,8 +245,11 @@ impl SubmissionQueue {
 #[inline]
 fn distance(depth: u32, a: u16, b: u16) -> u32 {
     // `a, b < depth`, so the sum is below `2 * depth`: one conditional subtraction instead of
-    // `%`, whose divide-by-zero panic path objtool rejects in the kernel module.
-    let d = u32::from(a) + depth - u32::from(b);
+    // `%`, whose divide-by-zero panic path objtool rejects in the kernel module. With
+    // `depth <= 65536` neither step can overflow; wrapping operations say so to the compiler,
+    // which otherwise adds an overflow check and its panic path to every ring operation of the
+    // kernel build (`CONFIG_RUST_OVERFLOW_CHECKS`).
+    let d = (u32::from(a).wrapping_add(depth)).wrapping_sub(u32::from(b));
     if d >= depth {
         d - depth
     } else {
