@@ -12,7 +12,10 @@
 #   scripts/profile-fio.sh [--ko FILE] [--secs N] [--timeline] [--insns N]
 #   --timeline: QEMU also traces command fetches and backend completions, with timestamps, and
 #       benches/qemu_timeline.py prints each run's per-I/O intervals (fio-profile-timeline; QD1
-#       workloads only: doorbell -> fetch -> backend done -> MSI-X -> CQ doorbell -> next).
+#       workloads only: doorbell -> fetch -> backend done -> MSI-X -> CQ doorbell -> next), and
+#       benches/qemu_batches.py the submission batches the device took per run, at any queue
+#       depth (fio-profile-batches: commands fetched per MMIO SQ doorbell, the device's
+#       reaction time to a doorbell, its stalls of over 1 ms).
 #   --insns N: instead of the perf profile, every guest instruction is counted by the QEMU
 #       plugin benches/qemu-plugin/tbcount.c (built here with cc); each run does exactly N I/Os
 #       between two `sync` calls, the plugin's snapshot points, and benches/tb_profile.py prints
@@ -43,7 +46,7 @@ while (($#)); do
         --timeline) timeline=1; shift ;;
         --insns) insns="$2"; shift 2 ;;
         --host-perf) host_perf=1; shift ;;
-        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
         *) die "unknown argument '$1'" ;;
     esac
 done
@@ -151,6 +154,12 @@ if ((timeline)); then
         sed -n "s/^timeline ${marker} /fio-profile-timeline $wl ${dev#dev=}: /p" "$tracef.timeline"
     done
     rm -f "$tracef.timeline"
+    # Submission batches as the device took them (any queue depth; benches/qemu_batches.py).
+    python3 "$RNVME_REPO/benches/qemu_batches.py" "$tracef" > "$tracef.batches"
+    tr -d '\r' < "$logf" | grep -aE '^fio-profile ' | while read -r _ wl dev _ _ _ marker _; do
+        sed -n "s/^batches ${marker} /fio-profile-batches $wl ${dev#dev=}: /p" "$tracef.batches"
+    done
+    rm -f "$tracef.batches"
 fi
 tr -d '\r' < "$logf" | grep -aE '^fio-profile-(sym|batch|cpu|queue|dispatched|lat|ip) '
 if [[ -n "$dumpf" ]]; then

@@ -40,10 +40,12 @@ stage "cargo test (unit, property, doc, fuzz corpus replay)" cargo test --worksp
 stage "cargo doc -D warnings" env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
 stage "bounded fuzz runs" scripts/fuzz.sh "${RNVME_FUZZ_SECONDS:-30}"
 # The benchmark analyses on hand-made input (no QEMU, no perf: under a second each): the
-# host-side profile of `scripts/profile-fio.sh --host-perf`, and the fio matrix's paired-round
-# ratios and confidence intervals (benches/plot_fio.py).
+# host-side profile of `scripts/profile-fio.sh --host-perf`, the fio matrix's paired-round
+# ratios and confidence intervals (benches/plot_fio.py), and the submission batches of
+# `scripts/profile-fio.sh --timeline` (benches/qemu_batches.py).
 stage "host profile analysis self-test" benches/host_profile_selftest.sh
 stage "fio matrix statistics self-test" benches/plot_fio_selftest.sh
+stage "QEMU batch analysis self-test" python3 benches/qemu_batches.py --self-test
 if [ "${RNVME_SKIP_QEMU:-0}" != 1 ]; then
     # The instruction-count profiler of `scripts/profile-fio.sh --insns`: the QEMU plugin builds
     # and counts in QEMU, and its analysis gives the hand-computed figures (seconds).
