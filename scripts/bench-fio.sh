@@ -6,15 +6,16 @@
 #
 #   scripts/bench-fio.sh [--short] [--secs N] [--rounds N] [--bs LIST] [--rw LIST] [--qd LIST]
 #                        [--engines LIST] [--devs LIST] [--nvme-param P] [--rnvme-param P]
-#                        [--ko FILE | --aa] [--out DIR] [--no-plot] [--trace]
+#                        [--ko FILE | --aa] [--out DIR] [--no-plot] [--trace] [--smp N]
 #
 # Default: the long form (3 rounds of 1 s per point and device: 810 runs, 47 minutes under TCG
 # at host load 20 on 2 cores). --short: the CI form (the headline points, 1 round; about 2 minutes).
 # LIST is comma-separated (e.g. --bs 4k,128k). --ko FILE uses an already built rnvme.ko.
-# --nvme-param / --rnvme-param P: one module parameter for the C driver / rnvme.ko (e.g.
+# --nvme-param / --rnvme-param P: module parameters for the C driver / rnvme.ko, comma-separated (e.g.
 # --nvme-param io_queue_depth=256). --aa: no rnvme.ko, the C driver on both controllers (an A/A
 # check that the two emulated controllers perform alike; the "rnvme" rows are then the C driver;
 # default DIR $RNVME_WORK/fio-aa, never benches/results/).
+# --smp N: the guest's CPUs (default 2, run-guest.sh's).
 # --trace also records QEMU's NVMe doorbell/interrupt trace events (much slower; counts only).
 # Writes DIR/fio-matrix-runs.csv (one row per run), DIR/fio-matrix.csv (one row per point and
 # device: median/min/max IOPS, bandwidth, guest CPU per I/O, ratio rnvme/C, host load before and
@@ -23,7 +24,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-mode=long plot=1 ko="" guest_args=() trace=0 aa=0
+mode=long plot=1 ko="" guest_args=() trace=0 aa=0 smp=()
 out="$RNVME_REPO/benches/results"
 while (($#)); do
     case "$1" in
@@ -42,7 +43,8 @@ while (($#)); do
         --out) out="$2"; shift 2 ;;
         --no-plot) plot=0; shift ;;
         --trace) trace=1; shift ;;
-        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+        --smp) smp=(--smp "$2"); shift 2 ;;
+        -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
         *) die "unknown argument '$1'" ;;
     esac
 done
@@ -76,7 +78,7 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '/')
 stage "guest run: fio matrix ($mode ${guest_args[*]})"
 rc=0
 "$q/run-guest.sh" -k normal -i "$img" --topology proof -t 7200 -l "$logf" \
-    --append "rnvme_fio_mode=$mode rnvme_test_timeout=7000 ${guest_args[*]}" "${qemu_extra[@]}" || rc=$?
+    "${smp[@]}" --append "rnvme_fio_mode=$mode rnvme_test_timeout=7000 ${guest_args[*]}" "${qemu_extra[@]}" || rc=$?
 load_after=$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '/')
 stage_end
 # A failed guest run still gets its CSVs (whatever points it measured), then the script fails.

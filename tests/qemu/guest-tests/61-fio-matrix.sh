@@ -12,7 +12,8 @@
 #   rnvme_fio_bs=512,4k,...  rnvme_fio_qd=1,8,32  rnvme_fio_engines=io_uring,libaio
 #   rnvme_fio_devs=rnvme,nvme,null_blk,rnull
 #   rnvme_fio_nvme_params, rnvme_fio_rnvme_params: module parameters of the C driver and of
-#   rnvme.ko (one each on the kernel command line, e.g. rnvme_fio_nvme_params=io_queue_depth=256)
+#   rnvme.ko (comma-separated on the kernel command line, e.g.
+#   rnvme_fio_rnvme_params=queue_depth=1024,defer_cq_doorbell=0)
 # Short preset: randread 4k QD1/QD32, read 128k QD1/QD8/QD32, randwrite 4k QD8 (the issue's
 # headline points plus one write), both engines, 1 round of 2 s. Long preset: randread,
 # randwrite, read x 512 B, 4k, 32k, 128k x QD1/8/32 x io_uring/libaio, 3 rounds of 1 s.
@@ -70,9 +71,9 @@ done
 check fio-matrix-bind-c nvme_bind "$bc" nvme
 check fio-matrix-bind-rnvme nvme_bind "$br" "$rdrv"
 # shellcheck disable=SC2086
-kmod_loaded nvme || { kmod_load nvme-core; check fio-matrix-load-nvme kmod_load nvme $rnvme_fio_nvme_params; }
+kmod_loaded nvme || { kmod_load nvme-core; check fio-matrix-load-nvme kmod_load nvme $(echo "$rnvme_fio_nvme_params" | tr , ' '); }
 # shellcheck disable=SC2086
-kmod_loaded "$rdrv" || check "fio-matrix-load-$rdrv" kmod_load "$rdrv" $rnvme_fio_rnvme_params
+kmod_loaded "$rdrv" || check "fio-matrix-load-$rdrv" kmod_load "$rdrv" $(echo "$rnvme_fio_rnvme_params" | tr , ' ')
 # null_blk: 512 B blocks (every block size), multi-queue, completion in the submitter's context
 # (irqmode=0, as rnull's queue_rq ends the request at once).
 kmod_loaded null_blk || check fio-matrix-load-null_blk kmod_load null_blk nr_devices=1 queue_mode=2 \
