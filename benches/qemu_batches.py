@@ -17,10 +17,11 @@ I/O queue, the commands fetched (`pci_nvme_io_cmd`) between two MMIO doorbell wr
   batches marker=K ios=N sq_mmio_per_io=X irq_per_io=Y batch_mean=B \
       share 0=.. 1=.. 2=.. 3-4=.. 5+=.. ios_in 5+=.. react_us p50=.. p90=.. stalls_1ms=..
 
-`share` is the fraction of doorbells by batch size (0: a second doorbell came before the device
-fetched anything), `ios_in 5+` the fraction of I/Os that went in batches of 5 or more, `react_us`
-the time from a doorbell to the device's first fetch after it, `stalls_1ms` the doorbells the
-device took more than 1 ms to react to (its thread waited for the host's CPU or QEMU's lock).
+`share` is the fraction of doorbells by batch size (0: the queue's next doorbell came before the
+device fetched anything, or the device had already fetched what the doorbell announced), `ios_in
+5+` the fraction of I/Os that went in batches of 5 or more, `react_us` the time from a doorbell
+to the device's first fetch after it (only for doorbells followed by a fetch before the queue's
+next doorbell), `stalls_1ms` the doorbells the device took more than 1 ms to react to.
 """
 import re
 import sys
