@@ -28,6 +28,9 @@
 #       calls of the QEMU functions given uprobes (host-profile lines); the guest's perf is off.
 #       RNVME_HOST_PROBES: the uprobes, one per line ('' for none: each hit costs the host
 #       microseconds, so the timings of a run without probes are the undisturbed ones).
+#       RNVME_HOST_SCHED=1 (with --timeline): the host's scheduler events too, and
+#       benches/qemu_sched.py prints per run what the scheduler did with QEMU's main loop while
+#       the NVMe model stalled (fio-profile-sched).
 #   RNVME_PROF_KEEP_TRACE=1: keep QEMU's trace file (its path is printed).
 #   RNVME_PROF_APPEND='rnvme_prof_rnvme_params=shadow_doorbells=0 rnvme_prof_callgraph=1' \
 #       scripts/profile-fio.sh      # guest knobs (tests/qemu/guest-tests/62-fio-profile.sh)
@@ -46,7 +49,7 @@ while (($#)); do
         --timeline) timeline=1; shift ;;
         --insns) insns="$2"; shift 2 ;;
         --host-perf) host_perf=1; shift ;;
-        -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
         *) die "unknown argument '$1'" ;;
     esac
 done
@@ -121,6 +124,10 @@ qemu_mutex_lock_iothread_impl}"
     # One cpu-clock sample per 250 µs of a CPU; the analysis weighs each sample by it.
     host_period_us=250
     host_rec=("$perf_bin" record -q -a -k mono -e "cpu-clock/period=$((host_period_us * 1000))/")
+    if [[ "${RNVME_HOST_SCHED:-0}" == 1 ]]; then
+        ((timeline)) || die "RNVME_HOST_SCHED=1 needs --timeline (the stalls are found in its trace)"
+        host_rec+=(-e sched:sched_switch -e sched:sched_wakeup)
+    fi
     for f in "${probes[@]}"; do
         [[ -n "$f" ]] || continue
         "$perf_bin" probe -q -x "$qemu_bin" --add "$f" || die "perf probe on QEMU's $f failed"
@@ -173,6 +180,16 @@ if [[ -n "$hostf" ]]; then
     python3 "$RNVME_REPO/benches/host_profile.py" --trace "$tracef" --perf-script "$hostf.txt" --log "$logf" \
         --clock-offset "$clock_off" --period-us "$host_period_us" --cpus "$(nproc)" || rc=1
     rm -f "$hostf.txt"
+    if [[ "${RNVME_HOST_SCHED:-0}" == 1 ]]; then
+        "$perf_bin" script -i "$hostf" -F comm,pid,tid,cpu,time,event,trace --ns 2>/dev/null |
+            grep -a 'sched:sched_' > "$hostf.sched" || true
+        python3 "$RNVME_REPO/benches/qemu_sched.py" --trace "$tracef" --perf-script "$hostf.sched" \
+            --clock-offset "$clock_off" > "$hostf.sched.out" || rc=1
+        tr -d '\r' < "$logf" | grep -aE '^fio-profile ' | while read -r _ wl dev _ _ _ marker _; do
+            sed -n "s/^sched ${marker} /fio-profile-sched $wl ${dev#dev=}: /p" "$hostf.sched.out"
+        done
+        rm -f "$hostf.sched" "$hostf.sched.out"
+    fi
     log "host perf data: $hostf"
 fi
 [[ -n "${RNVME_PROF_KEEP_TRACE:-}" ]] && log "trace: $tracef" || rm -f "$tracef"
