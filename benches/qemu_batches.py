@@ -23,16 +23,12 @@ device fetched anything, or the device had already fetched what the doorbell ann
 to the device's first fetch after it (only for doorbells followed by a fetch before the queue's
 next doorbell), `stalls_1ms` the doorbells the device took more than 1 ms to react to.
 """
+import os
 import re
 import sys
 
-LINE = re.compile(r"^(\d+)@([\d.]+):(\S+)\s?(.*)$")
-
-
-def field(args, key):
-    """The integer after `key` in a trace line's arguments, or None."""
-    m = re.search(r"\b" + key + r" (\d+)", args)
-    return int(m.group(1)) if m else None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from qemu_timeline import LINE, field, pct  # noqa: E402
 
 
 def runs(lines):
@@ -62,34 +58,33 @@ def runs(lines):
 
 def quantile(v, q):
     """Nearest-rank q-quantile of v (nan if empty)."""
-    if not v:
-        return float("nan")
-    v = sorted(v)
-    return v[min(len(v) - 1, max(0, int(round(q * (len(v) - 1)))))]
+    return pct(sorted(v), q) if v else float("nan")
+
+
+def batches(events):
+    """Per MMIO SQ doorbell, in time order: (doorbell time, time of the device's first fetch
+    on that queue before the queue's next doorbell or None, commands fetched in that span)."""
+    out, open_ = [], {}  # queue -> index into out
+    for t, kind, q in sorted(events):
+        if kind == "db":
+            open_[q] = len(out)
+            out.append([t, None, 0])
+        elif kind == "cmd" and q in open_:
+            b = out[open_[q]]
+            if b[1] is None:
+                b[1] = t
+            b[2] += 1
+    return [tuple(b) for b in out]
 
 
 def analyse(events):
     """The batch figures of one run's events."""
-    events = sorted(events)
-    open_ = {}  # queue -> [doorbell time, first fetch time, fetches]
-    sizes, react = [], []
     ios = sum(1 for e in events if e[1] == "cmd")
     irqs = sum(1 for e in events if e[1] == "irq")
-    dbs = 0
-    for t, kind, q in events:
-        if kind == "db":
-            dbs += 1
-            if q in open_:
-                sizes.append(open_[q][2])
-            open_[q] = [t, None, 0]
-        elif kind == "cmd" and q in open_:
-            o = open_[q]
-            if o[1] is None:
-                o[1] = t
-                react.append((t - o[0]) * 1e6)
-            o[2] += 1
-    for o in open_.values():
-        sizes.append(o[2])
+    bs = batches(events)
+    dbs = len(bs)
+    sizes = [n for _, _, n in bs]
+    react = [(f - t) * 1e6 for t, f, _ in bs if f is not None]
     buckets = {"0": 0, "1": 0, "2": 0, "3-4": 0, "5+": 0}
     for n in sizes:
         buckets["0" if n == 0 else "1" if n == 1 else "2" if n == 2 else "3-4" if n <= 4 else "5+"] += 1

@@ -62,15 +62,7 @@ def parse_sched(lines):
 
 def stalls_of(events, limit=1e-3):
     """(doorbell time, first fetch time) of each doorbell reacted to after more than `limit`."""
-    out, open_ = [], {}
-    for t, kind, q in sorted(events):
-        if kind == "db":
-            open_[q] = [t, None]
-        elif kind == "cmd" and q in open_ and open_[q][1] is None:
-            open_[q][1] = t
-            if t - open_[q][0] > limit:
-                out.append((open_[q][0], t))
-    return out
+    return [(t, f) for t, f, _ in qemu_batches.batches(events) if f is not None and f - t > limit]
 
 
 class Sched:
@@ -109,10 +101,6 @@ class Sched:
         return any(tid == 0 for tid in cur.values())
 
 
-def quantile(v, q):
-    return qemu_batches.quantile(v, q)
-
-
 def analyse(stalls, sched, tid, offset, cpus):
     """The figures of one run's stalls (QEMU wall-clock times; `offset` = wall - monotonic)."""
     c = collections.Counter()
@@ -146,9 +134,9 @@ def analyse(stalls, sched, tid, offset, cpus):
     return {
         "stalls": len(stalls),
         "counts": c,
-        "woken_after_p50": quantile(woken_after, 0.5),
-        "cpu_after_p50": quantile(cpu_after, 0.5),
-        "cpu_after_p90": quantile(cpu_after, 0.9),
+        "woken_after_p50": qemu_batches.quantile(woken_after, 0.5),
+        "cpu_after_p50": qemu_batches.quantile(cpu_after, 0.5),
+        "cpu_after_p90": qemu_batches.quantile(cpu_after, 0.9),
         "idle_cpu": idle / runnable if runnable else float("nan"),
     }
 
