@@ -11,6 +11,9 @@
 # Default: the long form (3 rounds of 1 s per point and device: 810 runs, 47 minutes under TCG
 # at host load 20 on 2 cores). --short: the CI form (the headline points, 1 round; about 2 minutes).
 # LIST is comma-separated (e.g. --bs 4k,128k). --ko FILE uses an already built rnvme.ko.
+# --engines: io_uring, libaio (the block devices), uring_cmd, uring_cmd_fb (the passthrough char
+# devices, rnvme's /dev/rng* against the C driver's /dev/ng*, fio io_uring_cmd with fixedbufs=0 /
+# fixedbufs=1, the latter on rnvme's premapped DMA tags; issue 8). Default io_uring,libaio.
 # --nvme-param / --rnvme-param P: module parameters for the C driver / rnvme.ko, comma-separated (e.g.
 # --nvme-param io_queue_depth=256). --aa: no rnvme.ko, the C driver on both controllers (an A/A
 # check that the two emulated controllers perform alike; the "rnvme" rows are then the C driver;
@@ -48,7 +51,7 @@ while (($#)); do
         --trace) trace=1; shift ;;
         --smp) smp=(--smp "$2"); shift 2 ;;
         --main-loop-nice) main_nice="$2"; shift 2 ;;
-        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
         *) die "unknown argument '$1'" ;;
     esac
 done

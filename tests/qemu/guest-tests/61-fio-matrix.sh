@@ -1,7 +1,7 @@
 #!/bin/sh
 # The fio matrix (issue 9): rnvme against the C nvme driver on two identical controllers in one
 # boot (rnvme-c: rnvme, rnvme-b: nvme), with null_blk and rnull (the kernel's Rust null block
-# sample) as the no-device ceiling. O_DIRECT; per point one fio job of rnvme_fio_secs seconds;
+# sample) as the no-device ceiling. O_DIRECT (block devices); per point one fio job of rnvme_fio_secs seconds;
 # every point is run rnvme_fio_rounds times, the four devices one after another in an order that
 # rotates per round and per point (each device runs first, second, ... equally often), so noise
 # from the (shared) host hits every device alike.
@@ -9,7 +9,13 @@
 # Kernel command line knobs (lists comma-separated):
 #   rnvme_fio_mode=short|long  preset (default short: the CI form, ~2 minutes)
 #   rnvme_fio_secs=N rnvme_fio_rounds=N rnvme_fio_rw=randread,randwrite,read
-#   rnvme_fio_bs=512,4k,...  rnvme_fio_qd=1,8,32  rnvme_fio_engines=io_uring,libaio
+#   rnvme_fio_bs=512,4k,...  rnvme_fio_qd=1,8,32
+#   rnvme_fio_engines=io_uring,libaio,uring_cmd,uring_cmd_fb: the block devices through fio's
+#   io_uring and libaio engines, or the NVMe generic char devices (issue 8: rnvme's
+#   /dev/rng<C>n<N> against the C driver's /dev/ng<X>n<N>) through fio's io_uring_cmd engine
+#   (cmd_type=nvme) with fixedbufs=0 (uring_cmd: every I/O mapped per I/O) or fixedbufs=1
+#   (uring_cmd_fb: registered buffers, on rnvme premapped DMA tags); null_blk and rnull have
+#   no char device and are skipped for those two
 #   rnvme_fio_devs=rnvme,nvme,null_blk,rnull
 #   rnvme_fio_nvme_params, rnvme_fio_rnvme_params: module parameters of the C driver and of
 #   rnvme.ko (comma-separated on the kernel command line, e.g.
@@ -94,12 +100,31 @@ else
 fi
 echo "fio-matrix: mode $mode, $rounds round(s) of ${secs}s per point, devices $devs, engines $engines"
 
+# The generic char device of a namespace: rnvme0n1 -> rng0n1, nvme1n1 -> ng1n1.
+char_of() { echo "/dev/$(echo "$1" | sed 's/nvme/ng/')"; }
+# dev_path DEV ENGINE: the file fio opens, empty when the device has none for the engine.
 dev_path() {
+    case "$2" in
+        uring_cmd*)
+            case "$1" in
+                rnvme) char_of "$dr" ;;
+                nvme) char_of "$dc" ;;
+            esac
+            return ;;
+    esac
     case "$1" in
         rnvme) echo "/dev/$dr" ;;
         nvme) echo "/dev/$dc" ;;
         null_blk) echo /dev/nullb0 ;;
         rnull) echo /dev/rnullb0 ;;
+    esac
+}
+# fio's engine options per engine name (a char device takes no O_DIRECT: it has no page cache).
+engine_args() {
+    case "$1" in
+        uring_cmd) echo "--ioengine=io_uring_cmd --cmd_type=nvme --fixedbufs=0" ;;
+        uring_cmd_fb) echo "--ioengine=io_uring_cmd --cmd_type=nvme --fixedbufs=1" ;;
+        *) echo "--direct=1 --ioengine=$1" ;;
     esac
 }
 bytes_of() {
@@ -136,11 +161,16 @@ for engine in $(echo "$engines" | tr , ' '); do
                     echo "fio-point $wl dev=$d round=$r skipped (4096 B blocks)"
                     continue
                 fi
-                jobs="$jobs --name=$d --stonewall --filename=$(dev_path "$d") --exec_prerun=/tmp/fm/stat --exec_postrun=/tmp/fm/stat"
+                f=$(dev_path "$d" "$engine")
+                if [ -z "$f" ]; then
+                    echo "fio-point $wl dev=$d round=$r skipped (no char device)"
+                    continue
+                fi
+                jobs="$jobs --name=$d --stonewall --filename=$f --exec_prerun=/tmp/fm/stat --exec_postrun=/tmp/fm/stat"
             done
             rm -f ./*.txt
             # shellcheck disable=SC2086
-            if ! fio --direct=1 --ioengine="$engine" --rw="$rw" --bs="$bs" --iodepth="$qd" \
+            if ! fio $(engine_args "$engine") --rw="$rw" --bs="$bs" --iodepth="$qd" \
                 --time_based --runtime="$secs" --size=128M --output-format=terse \
                 --terse-version=3 $jobs > /tmp/fm/out 2>&1; then
                 cat /tmp/fm/out
@@ -193,6 +223,13 @@ while read -r wl; do
     pass "fio-matrix-$wl ($got runs, $empty without I/O)"
 done < /tmp/fm/wls
 cd / || true
+# Which path rnvme's passthrough I/Os took (issue 8's counters): uring_cmd_fb runs on premapped
+# tags, uring_cmd runs mapped per I/O.
+pm=/sys/kernel/debug/rnvme/$(echo "$dr" | sed 's/n[0-9]*$//')/premap
+case ",$engines," in *,uring_cmd*)
+    [ "$rdrv" = rnvme ] && [ -r "$pm" ] &&
+        echo "fio-matrix: rnvme premap counters: $(awk '{ printf "%s=%s ", $1, $2 }' "$pm")" ;;
+esac
 
 kmod_unload rnull_mod
 kmod_unload null_blk
