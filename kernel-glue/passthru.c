@@ -193,7 +193,7 @@ bool rnvme_glue_capable_sys_admin(void)
 }
 
 struct request *rnvme_glue_user_rq_alloc(struct gendisk *disk, bool write, bool nowait,
-					 bool polled, int *err)
+					 bool polled, bool cache, int *err)
 {
 	blk_opf_t opf = write ? REQ_OP_DRV_OUT : REQ_OP_DRV_IN;
 	struct request *rq;
@@ -203,6 +203,13 @@ struct request *rnvme_glue_user_rq_alloc(struct gendisk *disk, bool write, bool 
 	/* A poll queue's request, if the queue set has poll queues (nvme_uring_cmd_io()). */
 	if (polled)
 		opf |= REQ_POLLED;
+	/*
+	 * blk_rq_map_user_io() takes the bio from the per-CPU cache instead of kmalloc()ing it
+	 * (blk_rq_map_bio_alloc() in block/blk-map.c), as nvme_uring_cmd_io() asks for every
+	 * io_uring command.
+	 */
+	if (cache)
+		opf |= REQ_ALLOC_CACHE;
 	rq = blk_mq_alloc_request(disk->queue, opf, nowait ? BLK_MQ_REQ_NOWAIT : 0);
 	if (IS_ERR(rq)) {
 		*err = PTR_ERR(rq);

@@ -49,10 +49,12 @@ bool rnvme_glue_capable_sys_admin(void);
 /*
  * blk_mq_alloc_request() on the disk's queue for REQ_OP_DRV_OUT (write) or REQ_OP_DRV_IN, with
  * BLK_MQ_REQ_NOWAIT + REQ_NOWAIT when `nowait`, REQ_POLLED (a poll queue's request, if there are
- * poll queues) when `polled`. Returns the request or NULL with *err set.
+ * poll queues) when `polled`, REQ_ALLOC_CACHE (the data's bio from the per-CPU bio cache, freed
+ * back to it by blk_rq_unmap_user() in task context) when `cache`. Returns the request or NULL
+ * with *err set.
  */
 struct request *rnvme_glue_user_rq_alloc(struct gendisk *disk, bool write, bool nowait,
-					 bool polled, int *err);
+					 bool polled, bool cache, int *err);
 /* blk_rq_map_user_io() of `len` bytes at user address `ubuf` (pinned, or copied when unaligned). */
 int rnvme_glue_user_rq_map(struct request *rq, u64 ubuf, u32 len);
 /*

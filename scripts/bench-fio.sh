@@ -6,7 +6,7 @@
 #
 #   scripts/bench-fio.sh [--short] [--secs N] [--rounds N] [--bs LIST] [--rw LIST] [--qd LIST]
 #                        [--engines LIST] [--devs LIST] [--nvme-param P] [--rnvme-param P]
-#                        [--ko FILE | --aa] [--out DIR] [--no-plot] [--trace] [--smp N]
+#                        [--ko FILE | --aa] [--out DIR] [--no-plot] [--trace] [--smp N] [--iommu]
 #
 # Default: the long form (3 rounds of 1 s per point and device: 810 runs, 47 minutes under TCG
 # at host load 20 on 2 cores). --short: the CI form (the headline points, 1 round; about 2 minutes).
@@ -19,6 +19,8 @@
 # check that the two emulated controllers perform alike; the "rnvme" rows are then the C driver;
 # default DIR $RNVME_WORK/fio-aa, never benches/results/).
 # --smp N: the guest's CPUs (default 2, run-guest.sh's).
+# --iommu: QEMU's emulated IOMMU (run-guest.sh --iommu: q35, intel-iommu, intel_iommu=on), where
+# every per-I/O DMA mapping costs an IOVA and page-table writes (issue 8's second setting).
 # --main-loop-nice N: once QEMU runs, its main-loop thread (the NVMe model's) gets nice N (e.g.
 # -10; root), so the host's scheduler runs it before the vCPU threads (BENCHMARKS.md, "Why the
 # device falls behind"); the vCPU and worker threads keep their nice.
@@ -30,7 +32,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-mode=long plot=1 ko="" guest_args=() trace=0 aa=0 smp=() main_nice=""
+mode=long plot=1 ko="" guest_args=() trace=0 aa=0 smp=() main_nice="" iommu=()
 out="$RNVME_REPO/benches/results"
 while (($#)); do
     case "$1" in
@@ -50,8 +52,9 @@ while (($#)); do
         --no-plot) plot=0; shift ;;
         --trace) trace=1; shift ;;
         --smp) smp=(--smp "$2"); shift 2 ;;
+        --iommu) iommu=(--iommu); shift ;;
         --main-loop-nice) main_nice="$2"; shift 2 ;;
-        -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
         *) die "unknown argument '$1'" ;;
     esac
 done
@@ -101,7 +104,7 @@ if [[ -n "$main_nice" ]]; then
     ) &
 fi
 "$q/run-guest.sh" -k normal -i "$img" --topology proof -t 7200 -l "$logf" \
-    "${smp[@]}" --append "rnvme_fio_mode=$mode rnvme_test_timeout=7000 ${guest_args[*]}" "${qemu_extra[@]}" || rc=$?
+    "${smp[@]}" "${iommu[@]}" --append "rnvme_fio_mode=$mode rnvme_test_timeout=7000 ${guest_args[*]}" "${qemu_extra[@]}" || rc=$?
 load_after=$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '/')
 stage_end
 # A failed guest run still gets its CSVs (whatever points it measured), then the script fails.

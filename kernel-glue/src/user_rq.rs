@@ -128,16 +128,31 @@ impl<T: UserStatus> UserRequest<T> {
     /// Allocates a request on `disk` (which must be a disk of a tag set of `T`), reading from
     /// the device unless `write`; with `nowait` it fails with `EAGAIN` instead of sleeping for a
     /// tag; with `polled` it is a poll queue's request (`REQ_POLLED`, for io_uring IOPOLL) when
-    /// the tag set has poll queues.
+    /// the tag set has poll queues; with `uring` (an io_uring command's request) the bio its
+    /// data is mapped to comes from the per-CPU bio cache (`REQ_ALLOC_CACHE`, as
+    /// `nvme_uring_cmd_io()` in `drivers/nvme/host/ioctl.c`), not from `kmalloc()`.
     ///
     /// # Safety
     ///
     /// `disk`'s queue must belong to a tag set of `T`.
-    pub unsafe fn alloc(disk: &DiskRef, write: bool, nowait: bool, polled: bool) -> Result<Self> {
+    pub unsafe fn alloc(
+        disk: &DiskRef,
+        write: bool,
+        nowait: bool,
+        polled: bool,
+        uring: bool,
+    ) -> Result<Self> {
         let mut err = 0i32;
         // SAFETY: the disk is alive (reference held); a deleted disk's queue refuses.
         let rq = unsafe {
-            helpers::rnvme_glue_user_rq_alloc(disk.disk.as_ptr(), write, nowait, polled, &mut err)
+            helpers::rnvme_glue_user_rq_alloc(
+                disk.disk.as_ptr(),
+                write,
+                nowait,
+                polled,
+                uring,
+                &mut err,
+            )
         };
         let rq = NonNull::new(rq).ok_or_else(|| Error::from_errno(err))?;
         // INVARIANT: freshly allocated on the disk's queue (a tag set of `T`, contract).

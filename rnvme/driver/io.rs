@@ -234,16 +234,52 @@ impl RqOwned {
         }
     }
 
-    /// The heap mapping table's slot and the list pages' slot, for a user passthrough command
-    /// (`passthru`) to build its resources in place (its mapping table is on the heap, off
-    /// `queue_rq`'s stack).
-    pub(crate) fn data_slots(
+    /// The list pages' slot, for a user passthrough command on a premapped tag (`passthru`),
+    /// which maps nothing but may need a list of its own.
+    pub(crate) fn lists_slot(&mut self) -> &mut Option<ListPages> {
+        &mut self.lists
+    }
+
+    /// Maps the data of `rq` for `dir` (none mapped yet) as cheaply as the request allows, as
+    /// `nvme_map_data()` does: one `bio_vec` entry (most small I/O) as it is, with no table walk
+    /// and no merging; a few segments (blk-mq's count; merging never gives more) in the PDU;
+    /// more in a table on the heap (`queue_rq` may not sleep: `GFP_ATOMIC`). Block requests and
+    /// user passthrough commands mapped per I/O both come here. Returns the mapped segments, in
+    /// order, and the (empty) list pages' slot for the data pointer built from them.
+    ///
+    /// # Errors
+    ///
+    /// `ENOSPC` for more than [`MAX_SEGS`] segments, `ENOMEM` without memory for the heap
+    /// table, `EIO` when the DMA API refuses a segment or a bio's table does not hold what its
+    /// iterator says. Whatever was mapped stays in `self` (unmapped when it drops).
+    pub(crate) fn map(
         &mut self,
-    ) -> (
-        &mut Option<KBox<Mapping<MAX_SEGS>>>,
-        &mut Option<ListPages>,
-    ) {
-        (&mut self.boxed, &mut self.lists)
+        data: &IoData,
+        rq: &Request<IoOps>,
+        dir: Direction,
+    ) -> Result<(&[MappedSegment], &mut Option<ListPages>)> {
+        if let Some(seg) = rq.single_segment() {
+            let m = self.inline.insert(Mapping::new(&data.dev, dir));
+            // SAFETY: as in `map_data`: the request's data, kept until it ends; the mapping is
+            // dropped before.
+            unsafe { m.map(&seg) }?;
+        } else if usize::from(rq.nr_phys_segments()) <= INLINE_SEGS {
+            let m = self.inline.insert(Mapping::new(&data.dev, dir));
+            match map_data(rq, m) {
+                Ok(()) => {}
+                // More than counted: unmapped, mapped again below.
+                Err(e) if e == ENOSPC => self.inline = None,
+                Err(e) => return Err(e),
+            }
+        }
+        if self.inline.is_none() {
+            // Built on the heap: never on `queue_rq`'s stack.
+            let b = self
+                .boxed
+                .insert(Mapping::<MAX_SEGS>::new_boxed(&data.dev, dir, GFP_ATOMIC)?);
+            map_data(rq, b)?;
+        }
+        Ok((Self::segments(&self.inline, &self.boxed), &mut self.lists))
     }
 
     /// The mapped data segments, in order, of the mappings `inline` and `boxed` (fields of
@@ -311,33 +347,7 @@ impl IoOps {
                 } else {
                     Direction::FromDevice
                 };
-                // One `bio_vec` entry (most small I/O): mapped as it is, no table walk and no
-                // merging (`nvme_map_data()` maps a one-segment request without its
-                // scatterlist). Else a few segments (blk-mq's count; merging never gives
-                // more): in the PDU.
-                if let Some(seg) = rq.single_segment() {
-                    let m = res.inline.insert(Mapping::new(&data.dev, dir));
-                    // SAFETY: as in `map_data`: the request's data, kept until it ends; the
-                    // mapping is dropped before.
-                    unsafe { m.map(&seg) }.map_err(prep_status)?;
-                } else if usize::from(rq.nr_phys_segments()) <= INLINE_SEGS {
-                    let m = res.inline.insert(Mapping::new(&data.dev, dir));
-                    match map_data(rq, m) {
-                        Ok(()) => {}
-                        // More than counted: unmapped, mapped again below.
-                        Err(e) if e == ENOSPC => res.inline = None,
-                        Err(e) => return Err(prep_status(e)),
-                    }
-                }
-                if res.inline.is_none() {
-                    // Built on the heap (`queue_rq` may not sleep): never on this stack.
-                    let b = res.boxed.insert(
-                        Mapping::<MAX_SEGS>::new_boxed(&data.dev, dir, GFP_ATOMIC)
-                            .map_err(prep_status)?,
-                    );
-                    map_data(rq, b).map_err(prep_status)?;
-                }
-                let segs = RqOwned::segments(&res.inline, &res.boxed);
+                let (segs, lists) = res.map(data, rq, dir).map_err(prep_status)?;
                 let policy = SglPolicy {
                     ctrl_supports_sgls: data.sgls,
                     admin_queue: false,
@@ -347,9 +357,9 @@ impl IoOps {
                 };
                 let nseg = u32::try_from(segs.len()).unwrap_or(u32::MAX);
                 let dptr = if policy.use_sgls(u64::from(rq.bytes()), nseg) {
-                    dptr::build_sgl(segs, &data.pool, &mut res.lists)
+                    dptr::build_sgl(segs, &data.pool, lists)
                 } else {
-                    dptr::build(segs, &data.pool, &data.prp_stats, &mut res.lists)
+                    dptr::build(segs, &data.pool, &data.prp_stats, lists)
                 }
                 .map_err(prep_status)?;
                 *cmd = if write {

@@ -18,7 +18,7 @@ use kernel::{prelude::*, sync::Arc};
 use kernel_glue::{
     block::mq::{Op, Request},
     chardev::{Issued, UringCmd},
-    dma::{Direction, Mapping},
+    dma::Direction,
     error::BlkStatus,
     sync::ArcSlot,
     time::tsc,
@@ -34,7 +34,7 @@ use super::{
 };
 use crate::{
     dptr::{self, ListPages},
-    io::{prep_status, IoData, IoOps, RqOwned, MAX_SEGS},
+    io::{prep_status, IoData, IoOps, RqOwned},
 };
 
 /// The passthrough part of a request's shared PDU: the command to send, then its completion.
@@ -133,10 +133,9 @@ fn prepare_cmd(
     let pt = &rq.shared().pt;
     pt.load_cmd(cmd);
     let write = op == kernel_glue::user_rq::REQ_OP_DRV_OUT;
-    let (boxed, lists) = res.data_slots();
     if let Some(r) = pt
         .tag
-        .with(|t| t.map(|tag| premapped(data, pt, cmd, tag, write, lists)))
+        .with(|t| t.map(|tag| premapped(data, pt, cmd, tag, write, res.lists_slot())))
     {
         return r;
     }
@@ -148,13 +147,10 @@ fn prepare_cmd(
     } else {
         Direction::FromDevice
     };
-    let map = boxed.insert(
-        Mapping::<MAX_SEGS>::new_boxed(&data.dev, dir, GFP_ATOMIC)
-            .map_err(|_| BlkStatus::RESOURCE)?,
-    );
-    // More segments than a mapping holds: the request cannot be sent. A DMA API refusal: out
-    // of mapping space, try again later (`BLK_STS_RESOURCE`, as `nvme_map_data()`).
-    crate::io::map_data(rq, map).map_err(|e| {
+    // Mapped as a block request's data is (one segment as it is, a few in the PDU, more on the
+    // heap). More segments than a mapping holds: the request cannot be sent. No memory or a
+    // DMA API refusal: try again later (`BLK_STS_RESOURCE`, as `nvme_map_data()`).
+    let (segs, lists) = res.map(data, rq, dir).map_err(|e| {
         if e == ENOSPC {
             BlkStatus::IOERR
         } else {
@@ -163,8 +159,7 @@ fn prepare_cmd(
     })?;
     // A user buffer the PRP rules cannot describe (e.g. a segment not ending on a controller
     // page) fails the command, as `nvme_pci_setup_prps()` does ("Invalid SGL for payload").
-    let dp = dptr::build(map.segments(), &data.pool, &data.prp_stats, lists)
-        .map_err(|_| BlkStatus::IOERR)?;
+    let dp = dptr::build(segs, &data.pool, &data.prp_stats, lists).map_err(|_| BlkStatus::IOERR)?;
     cmd.set_data_pointer(dp);
     Ok(())
 }
@@ -275,7 +270,9 @@ fn build(
     // An IOPOLL ring's command goes to a poll queue (`nvme_uring_cmd_io()`: `REQ_POLLED`).
     let polled = uring.is_some_and(|(u, _)| u.iopoll());
     // SAFETY: the disk is one of this controller's, whose queues belong to the `IoOps` tag set.
-    let mut rq = unsafe { UserRequest::<IoOps>::alloc(&ns.disk, cmd.is_write(), nowait, polled) }?;
+    let mut rq = unsafe {
+        UserRequest::<IoOps>::alloc(&ns.disk, cmd.is_write(), nowait, polled, uring.is_some())
+    }?;
     rq.request().shared().pt.set_cmd(entry);
     // Only a request asked for polled can be on a poll queue.
     if polled && rq.request().is_poll() {

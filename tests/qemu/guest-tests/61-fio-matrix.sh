@@ -99,6 +99,9 @@ else
         "'rnvme' side nvme on $ctrl_r ($br, /dev/$dr), c on $ctrl_c ($bc, /dev/$dc)"
 fi
 echo "fio-matrix: mode $mode, $rounds round(s) of ${secs}s per point, devices $devs, engines $engines"
+echo "fio-matrix: iommu groups $(ls /sys/kernel/iommu_groups 2>/dev/null | wc -l)," \
+    "rnvme's domain $(cat "/sys/bus/pci/devices/$br/iommu_group/type" 2>/dev/null || echo none)," \
+    "c's domain $(cat "/sys/bus/pci/devices/$bc/iommu_group/type" 2>/dev/null || echo none)"
 
 # The generic char device of a namespace: rnvme0n1 -> rng0n1, nvme1n1 -> ng1n1.
 char_of() { echo "/dev/$(echo "$1" | sed 's/nvme/ng/')"; }
