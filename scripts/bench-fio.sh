@@ -9,7 +9,7 @@
 #                        [--ko FILE | --aa] [--out DIR] [--no-plot] [--trace] [--smp N] [--iommu]
 #
 # Default: the long form (3 rounds of 1 s per point and device: 810 runs, 47 minutes under TCG
-# at host load 20 on 2 cores). --short: the CI form (the headline points, 1 round; about 2 minutes).
+# at host load 20 on 2 cores). --short: the CI form (the headline points, 1 round; about 3 minutes).
 # LIST is comma-separated (e.g. --bs 4k,128k). --ko FILE uses an already built rnvme.ko.
 # --engines: io_uring, libaio (the block devices), uring_cmd, uring_cmd_fb (the passthrough char
 # devices, rnvme's /dev/rng* against the C driver's /dev/ng*, fio io_uring_cmd with fixedbufs=0 /

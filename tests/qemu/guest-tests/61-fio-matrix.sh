@@ -21,8 +21,9 @@
 #   rnvme.ko (comma-separated on the kernel command line, e.g.
 #   rnvme_fio_rnvme_params=queue_depth=1024,defer_cq_doorbell=0)
 # Short preset: randread 4k QD1/QD32, read 128k QD1/QD8/QD32, randwrite 4k QD8 (the issue's
-# headline points plus one write), both engines, 1 round of 2 s. Long preset: randread,
-# randwrite, read x 512 B, 4k, 32k, 128k x QD1/8/32 x io_uring/libaio, 3 rounds of 1 s.
+# headline points plus one write), both block engines and the passthrough char devices with
+# registered buffers (uring_cmd_fb), 1 round of 2 s. Long preset: randread, randwrite, read x
+# 512 B, 4k, 32k, 128k x QD1/8/32 x io_uring/libaio, 3 rounds of 1 s.
 #
 # Per run: `fio-point <workload> dev=<d> round=<r> iops=<i> bw_kib=<b> ios=<n> runtime_ms=<t>
 # sys_ticks=<k> busy_ticks=<k> irq_ticks=<k>` (ticks: guest /proc/stat USER_HZ, all CPUs, taken by
@@ -42,7 +43,7 @@ if [ "$mode" = long ]; then
     secs=1 rounds=3 rws=randread,randwrite,read bss=512,4k,32k,128k qds=1,8,32
     engines=io_uring,libaio
 else
-    secs=2 rounds=1 rws="" bss="" qds="" engines=io_uring,libaio
+    secs=2 rounds=1 rws="" bss="" qds="" engines=io_uring,libaio,uring_cmd_fb
 fi
 secs="${rnvme_fio_secs:-$secs}"
 rounds="${rnvme_fio_rounds:-$rounds}"
