@@ -1,13 +1,13 @@
 #!/bin/sh
 # The fio matrix (issue 9): rnvme against the C nvme driver on two identical controllers in one
 # boot (rnvme-c: rnvme, rnvme-b: nvme), with null_blk and rnull (the kernel's Rust null block
-# sample) as the no-device ceiling. O_DIRECT (block devices); per point one fio job of rnvme_fio_secs seconds;
-# every point is run rnvme_fio_rounds times, the four devices one after another in an order that
-# rotates per round and per point (each device runs first, second, ... equally often), so noise
-# from the (shared) host hits every device alike.
+# sample) as the no-device ceiling. O_DIRECT (block devices); per point one fio job of
+# rnvme_fio_secs seconds; every point is run rnvme_fio_rounds times, the four devices one after
+# another in an order that rotates per round and per point (each device runs first, second, ...
+# equally often), so noise from the (shared) host hits every device alike.
 #
 # Kernel command line knobs (lists comma-separated):
-#   rnvme_fio_mode=short|long  preset (default short: the CI form, ~2 minutes)
+#   rnvme_fio_mode=short|long  preset (default short: the CI form, ~3 minutes)
 #   rnvme_fio_secs=N rnvme_fio_rounds=N rnvme_fio_rw=randread,randwrite,read
 #   rnvme_fio_bs=512,4k,...  rnvme_fio_qd=1,8,32
 #   rnvme_fio_engines=io_uring,libaio,uring_cmd,uring_cmd_fb: the block devices through fio's
