@@ -19,6 +19,7 @@
 #include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
+#include <linux/scatterlist.h>
 #include <linux/sched.h>
 #include <linux/sched/clock.h>
 #include <linux/slab.h>
@@ -259,6 +260,56 @@ bool rnvme_glue_dma_need_unmap(struct device *dev)
 #else
 	return true;
 #endif
+}
+
+bool rnvme_glue_dma_use_iommu(struct device *dev)
+{
+	return use_dma_iommu(dev);
+}
+
+void rnvme_glue_dma_set_max_seg_size(struct device *dev, u32 size)
+{
+	dma_set_max_seg_size(dev, size);
+}
+
+/* kernel_glue::dma::MappedSegment, #[repr(C)] (asserted in helpers.rs too). */
+static_assert(sizeof(struct rnvme_glue_dma_seg) == 16 &&
+	      offsetof(struct rnvme_glue_dma_seg, len) == 8);
+
+void rnvme_glue_sg_init(struct scatterlist *sgl, u32 n)
+{
+	sg_init_table(sgl, n);
+}
+
+void rnvme_glue_sg_set(struct scatterlist *sgl, u32 i, struct page *page, u32 len, u32 offset)
+{
+	sg_set_page(&sgl[i], page, len, offset);
+}
+
+u32 rnvme_glue_sg_map(struct device *dev, struct scatterlist *sgl, u32 n, bool to_device,
+		      struct rnvme_glue_dma_seg *out)
+{
+	enum dma_data_direction dir = to_device ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+	struct scatterlist *sg;
+	int nents, i;
+
+	if (!n)
+		return 0;
+	/* The table may be longer than the request: the walk ends at entry n. */
+	sg_mark_end(&sgl[n - 1]);
+	nents = dma_map_sg_attrs(dev, sgl, n, dir, DMA_ATTR_NO_WARN);
+	if (nents <= 0)
+		return 0;
+	for_each_sg(sgl, sg, nents, i) {
+		out[i].addr = sg_dma_address(sg);
+		out[i].len = sg_dma_len(sg);
+	}
+	return nents;
+}
+
+void rnvme_glue_sg_unmap(struct device *dev, struct scatterlist *sgl, u32 n, bool to_device)
+{
+	dma_unmap_sg_attrs(dev, sgl, n, to_device ? DMA_TO_DEVICE : DMA_FROM_DEVICE, 0);
 }
 
 struct dma_pool *rnvme_glue_dma_pool_create(const char *name, struct device *dev, size_t size,

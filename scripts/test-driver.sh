@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Build rnvme.ko and run its basic guest test (tests/qemu/guest-tests/20-rnvme-basic.sh) in the
-# QEMU guest.
+# QEMU guest; then two short boots: chained PRP lists (25-rnvme-chain.sh; RNVME_DRIVER_CHAIN=0
+# skips it) and the driver behind an emulated IOMMU (26-rnvme-iommu.sh; RNVME_DRIVER_IOMMU=0
+# skips it).
 #
 #   scripts/test-driver.sh [normal|debug] [run-guest.sh options, e.g. --nvme 1 or --ctrl SPEC]
 #
@@ -70,4 +72,23 @@ if [[ "${RNVME_DRIVER_CHAIN:-1}" == 1 ]]; then
         log "rnvme chained PRP list test ($variant): FAIL, run-guest.sh exit $rc2 (log $logf2)"
     fi
 fi
-((rc == 0 && rc2 == 0)) || die "rnvme driver tests ($variant): FAIL"
+# Behind an emulated IOMMU (every bus address a real IOVA; multi-segment requests mapped by one
+# dma_map_sg call): the chain controller again, in a third short boot.
+rc3=0
+if [[ "${RNVME_DRIVER_IOMMU:-1}" == 1 ]]; then
+    iommu_opts=(--topology chain --iommu)
+    [[ "$variant" == debug ]] && iommu_opts+=(-t 3600 --append "rnvme_test_timeout=2000")
+    img3=$("$q/mkinitramfs.sh" -k "$variant" --no-default-tests \
+        --add "$DRIVER_KO:/lib/modules/extra/rnvme.ko" \
+        --test "$RNVME_REPO/tests/qemu/guest-tests/26-rnvme-iommu.sh" \
+        -o "$RNVME_WORK/initramfs/rnvme-iommu-$variant.cpio")
+    logf3="$RNVME_WORK/logs/rnvme-iommu-$variant-$(date +%Y%m%d-%H%M%S).log"
+    "$q/run-guest.sh" -k "$variant" -i "$img3" -l "$logf3" "${iommu_opts[@]}" || rc3=$?
+    grep -aE '^(PASS|FAIL): |^rnvme-iommu: ' "$logf3" | tr -d '\r' | sed 's/^/  /' >&2 || true
+    if ((rc3 == 0)); then
+        log "rnvme IOMMU test ($variant): PASS (log $logf3)"
+    else
+        log "rnvme IOMMU test ($variant): FAIL, run-guest.sh exit $rc3 (log $logf3)"
+    fi
+fi
+((rc == 0 && rc2 == 0 && rc3 == 0)) || die "rnvme driver tests ($variant): FAIL"

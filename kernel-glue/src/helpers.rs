@@ -33,4 +33,12 @@ pub struct rnvme_glue_ns_attrs {
 }
 const _: () = assert!(core::mem::size_of::<rnvme_glue_ns_attrs>() == 164);
 
+/// `struct rnvme_glue_dma_seg` of helpers.h: the same layout (`#[repr(C)]`, asserted on both
+/// sides), so the scatterlist helper fills the driver's segment table in place.
+pub type rnvme_glue_dma_seg = crate::dma::MappedSegment;
+const _: () = assert!(
+    core::mem::size_of::<rnvme_glue_dma_seg>() == 16
+        && core::mem::align_of::<rnvme_glue_dma_seg>() == 8
+);
+
 include!(env!("RNVME_GLUE_HELPERS_RS"));

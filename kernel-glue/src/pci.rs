@@ -116,6 +116,22 @@ impl Device {
         unsafe { helpers::rnvme_glue_dma_opt_mapping_size(self.device_raw()) }
     }
 
+    /// Whether streaming mappings of the device go through an IOMMU (`use_dma_iommu()`): then
+    /// each mapping call costs an IOVA range, and a request's segments are best mapped by one
+    /// call ([`crate::dma::SgMapping`]).
+    pub fn dma_uses_iommu(&self) -> bool {
+        // SAFETY: `device_raw()` is a valid device (type invariant); the call only reads it.
+        unsafe { helpers::rnvme_glue_dma_use_iommu(self.device_raw()) }
+    }
+
+    /// Sets the longest segment `dma_map_sg()` may merge a scatterlist's entries into
+    /// (`dma_set_max_seg_size()`; the PCI core's default is 64 KiB).
+    pub fn dma_set_max_seg_size(&self, size: u32) {
+        // SAFETY: `device_raw()` is a valid device (type invariant), with the `dma_parms` the
+        // PCI core gives every PCI device.
+        unsafe { helpers::rnvme_glue_dma_set_max_seg_size(self.device_raw(), size) }
+    }
+
     /// Stops the device from initiating DMA (`pci_clear_master()`), for a controller that did
     /// not stop when told to: memory it might still write can then be freed. Bus mastering
     /// stays off (a [`BusMaster`] drop clears it again, which is harmless).

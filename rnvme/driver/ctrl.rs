@@ -190,6 +190,9 @@ impl Controller {
         let enabled = Enabled::new(dev)?;
         let bar = Arc::new(Bar::new(dev, 0, 0, c_str!("rnvme"))?, GFP_KERNEL)?;
         dev.dma_set_mask(64)?;
+        // One DMA segment per request where an IOMMU maps a scatterlist into one IOVA range
+        // (the PCI core's default caps segments at 64 KiB), as `nvme_pci_alloc_dev()` sets.
+        dev.dma_set_max_seg_size(u32::MAX);
         let master = BusMaster::new(enabled);
         let regs = BarRegs(&bar);
         let cap = Cap::from_raw(nvme::Registers::read64(&regs, REG_CAP));
@@ -303,6 +306,7 @@ impl Controller {
                 queue_request: request,
                 resets: AtomicU32::new(0),
                 sgls: idc.supports_sgls(),
+                one_iova: dev.dma_uses_iommu(),
                 sgl_threshold: params.sgl_threshold,
                 batch_stats: crate::batch_stats::BatchStats::new(instance.0)?,
                 premap_stats: crate::passthru::PremapStats::new(instance.0)?,

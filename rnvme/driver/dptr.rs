@@ -15,8 +15,8 @@
 //! out by `nvme::PrpListLayout`. The queue limits (at most 8 MiB, 4 KiB virtual boundary) bound
 //! a list to `nvme::PRP_MAX_LIST_PAGES` (5) pages (`NVME_MAX_NR_ALLOCATIONS`), held by the
 //! command in a fixed array ([`ListPages`]) until it completes. Debugfs
-//! `rnvme/rnvme<C>/prp` counts lists, chained lists, list pages (live ones too) and commands
-//! above 2 MiB.
+//! `rnvme/rnvme<C>/prp` counts lists, chained lists, list pages (live ones too), commands
+//! above 2 MiB and requests mapped by one scatterlist call (behind an IOMMU, `io::RqOwned`).
 //!
 //! With a controller that supports SGLs and requests whose average segment is large
 //! (`nvme_pci_use_sgls()`, `nvme::SglPolicy`), [`build_sgl`] describes the segments instead: one
@@ -38,12 +38,13 @@ const MAX_LIST_PAGES: usize = nvme::PRP_MAX_LIST_PAGES;
 const ONE_PAGE_LIST_BYTES: u64 = 2 * 1024 * 1024;
 
 /// Counter names of debugfs `rnvme/rnvme<C>/prp`, in [`Counter`] order.
-static NAMES: [&kernel::str::CStr; 5] = [
+static NAMES: [&kernel::str::CStr; 6] = [
     c_str!("prp_lists"),
     c_str!("prp_chained"),
     c_str!("list_pages"),
     c_str!("list_pages_live"),
     c_str!("io_over_2mib"),
+    c_str!("sg_maps"),
 ];
 
 /// The counters of debugfs `rnvme/rnvme<C>/prp`.
@@ -59,6 +60,8 @@ enum Counter {
     PagesLive = 3,
     /// Commands with a PRP transfer above 2 MiB.
     Over2Mib = 4,
+    /// Requests whose segments were mapped by one `dma_map_sg_attrs()` (behind an IOMMU).
+    SgMaps = 5,
 }
 
 /// The PRP list counters of one controller (debugfs `rnvme/rnvme<C>/prp`).
@@ -72,6 +75,11 @@ impl PrpStats {
         let counters =
             DebugCounters::new(format_args!("rnvme{}", instance), c_str!("prp"), &NAMES).ok();
         Ok(Arc::new(Self { counters }, GFP_KERNEL)?)
+    }
+
+    /// Counts a request mapped by one scatterlist call.
+    pub(crate) fn sg_mapped(&self) {
+        self.add(Counter::SgMaps, 1);
     }
 
     fn add(&self, c: Counter, v: i64) {

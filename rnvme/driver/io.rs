@@ -14,7 +14,7 @@ use kernel_glue::{
         CompBatch, HwQueue, LocalCompBatch, Op, Operations, OwnedRequest, Request, RqList, TagSet,
         TimeoutAction,
     },
-    dma::{Direction, DmaPool, MappedSegment, Mapping},
+    dma::{Direction, DmaPool, MappedSegment, Mapping, SgMapping},
     error::BlkStatus,
     irq::{Handler, IrqReturn},
     pci,
@@ -41,36 +41,46 @@ pub(crate) const MAX_SEGS: usize = 128;
 /// `drivers/nvme/host/pci.c`).
 const INLINE_SEGS: usize = 2;
 
-/// Maps the data segments of `rq` into `map` (`ENOSPC` when it has no room for them all).
-/// Physically contiguous segments are mapped as one, as the block layer counts them
-/// (`biovec_phys_mergeable()`, `blk_rq_map_sg()`): only the merged segment has to end on a
+/// Calls `f` for each physically contiguous run of the data segments of `rq`, in order:
+/// contiguous segments are merged into one, as the block layer counts them
+/// (`biovec_phys_mergeable()`, `blk_rq_map_sg()`), so only the merged run has to end on a
 /// controller page for the PRP rules.
-pub(crate) fn map_data<const N: usize>(rq: &Request<IoOps>, map: &mut Mapping<N>) -> Result {
-    // The segment waiting to be mapped: merged with the next one while that one follows it
+fn for_each_run(rq: &Request<IoOps>, mut f: impl FnMut(&Bvec<KPage>) -> Result) -> Result {
+    // The run waiting to be handed on: merged with the next segment while that one follows it
     // in physical memory.
     let mut pending: Option<Bvec<KPage>> = None;
-    let mut map_one = |seg: &Bvec<KPage>| {
-        // SAFETY: the segment is data of `rq` (a bio's pages, user pages pinned for a
-        // passthrough command, or a registered buffer's pages held by the ring), kept allocated
-        // and untouched by the CPU (against the direction) until the request ends; the mapping
-        // is dropped before it ends (`complete`, `end_batched`).
-        unsafe { map.map(seg) }
-    };
     rq.for_each_segment(|seg| {
         if let Some(p) = pending {
             if let Some(m) = merge(&p, seg) {
                 pending = Some(m);
                 return Ok(());
             }
-            map_one(&p)?;
+            f(&p)?;
         }
         pending = Some(*seg);
         Ok(())
     })?;
     match pending {
-        Some(p) => map_one(&p),
+        Some(p) => f(&p),
         None => Ok(()),
     }
+}
+
+/// Maps the data of `rq` into `map`, each contiguous run by its own call (`ENOSPC` when it
+/// has no room for them all).
+pub(crate) fn map_data<const N: usize>(rq: &Request<IoOps>, map: &mut Mapping<N>) -> Result {
+    // SAFETY: each run is data of `rq` (a bio's pages, user pages pinned for a passthrough
+    // command, or a registered buffer's pages held by the ring), kept allocated and untouched
+    // by the CPU (against the direction) until the request ends; the mapping is dropped
+    // before it ends (`complete`, `end_batched`).
+    for_each_run(rq, |run| unsafe { map.map(run) })
+}
+
+/// Maps the data of `rq` into `map` by one call (one IOVA range behind an IOMMU).
+fn map_data_sg<const N: usize>(rq: &Request<IoOps>, map: &mut SgMapping<N>) -> Result {
+    // SAFETY: as in `map_data`.
+    for_each_run(rq, |run| unsafe { map.add(run) })?;
+    map.map()
 }
 
 /// A namespace: the data of one disk's request queue.
@@ -100,6 +110,9 @@ pub(crate) struct IoData {
     pub(crate) resets: AtomicU32,
     /// The controller supports SGLs (Identify Controller SGLS).
     pub(crate) sgls: bool,
+    /// Streaming mappings go through an IOMMU: a request of several segments is mapped by one
+    /// call into one IOVA range ([`SgMapping`]), not one call (and range) per segment.
+    pub(crate) one_iova: bool,
     /// Average segment size from which SGLs are used (0: never).
     pub(crate) sgl_threshold: u32,
     /// Batched submission and completion counters (debugfs `rnvme/rnvme<C>/batch`).
@@ -211,14 +224,24 @@ impl IoOwned {
     }
 }
 
+/// A request's mapping table on the heap: one mapping call per run, or (behind an IOMMU) one
+/// for the whole request.
+enum HeapMapping {
+    /// Each run mapped by its own `dma_map_page_attrs()`.
+    Pages(KBox<Mapping<MAX_SEGS>>),
+    /// All runs mapped by one `dma_map_sg_attrs()`.
+    Sg(KBox<SgMapping<MAX_SEGS>>),
+}
+
 /// The resources of a request's command: what must live until completion.
 pub(crate) struct RqOwned {
     /// Mappings of up to [`INLINE_SEGS`] data segments, held in the request's PDU (unmapped
     /// on drop).
     inline: Option<Mapping<INLINE_SEGS>>,
-    /// Mappings of up to [`MAX_SEGS`] data segments, on the heap: the table is 2 KiB and
-    /// `queue_rq`'s stack frame must stay small (issue 7: 8.9 KiB when it was held by value).
-    boxed: Option<KBox<Mapping<MAX_SEGS>>>,
+    /// Mappings of up to [`MAX_SEGS`] data segments, on the heap: the table is 2 KiB (6 KiB
+    /// as a scatterlist) and `queue_rq`'s stack frame must stay small (issue 7: 8.9 KiB when
+    /// it was held by value).
+    boxed: Option<HeapMapping>,
     /// PRP list pages (chained), SGL or DSM range page (freed on drop); `None`, one store,
     /// for most requests, which need none (an empty table is 128 bytes to clear).
     lists: Option<ListPages>,
@@ -243,8 +266,10 @@ impl RqOwned {
     /// Maps the data of `rq` for `dir` (none mapped yet) as cheaply as the request allows, as
     /// `nvme_map_data()` does: one `bio_vec` entry (most small I/O) as it is, with no table walk
     /// and no merging; a few segments (blk-mq's count; merging never gives more) in the PDU;
-    /// more in a table on the heap (`queue_rq` may not sleep: `GFP_ATOMIC`). Block requests and
-    /// user passthrough commands mapped per I/O both come here. Returns the mapped segments, in
+    /// more in a table on the heap (`queue_rq` may not sleep: `GFP_ATOMIC`). Behind an IOMMU
+    /// a request of several segments is mapped by one call into one IOVA range instead
+    /// (`dma_map_sgtable()` in `nvme_map_data()`). Block requests and user passthrough
+    /// commands mapped per I/O both come here. Returns the mapped segments, in
     /// order, and the (empty) list pages' slot for the data pointer built from them.
     ///
     /// # Errors
@@ -263,6 +288,20 @@ impl RqOwned {
             // SAFETY: as in `map_data`: the request's data, kept until it ends; the mapping is
             // dropped before.
             unsafe { m.map(&seg) }?;
+        } else if data.one_iova {
+            // Behind an IOMMU: every segment in one IOVA range, mapped by one call (the C
+            // driver's `dma_map_sgtable()`), whatever the count.
+            let nr = usize::from(rq.nr_phys_segments());
+            let mut m = SgMapping::new_boxed(&data.dev, dir, nr, GFP_ATOMIC)?;
+            match map_data_sg(rq, &mut m) {
+                Ok(()) => {
+                    data.prp_stats.sg_mapped();
+                    self.boxed = Some(HeapMapping::Sg(m));
+                }
+                // More runs than counted: nothing mapped; one call per run below.
+                Err(e) if e == ENOSPC => {}
+                Err(e) => return Err(e),
+            }
         } else if usize::from(rq.nr_phys_segments()) <= INLINE_SEGS {
             let m = self.inline.insert(Mapping::new(&data.dev, dir));
             match map_data(rq, m) {
@@ -272,12 +311,15 @@ impl RqOwned {
                 Err(e) => return Err(e),
             }
         }
-        if self.inline.is_none() {
+        if self.inline.is_none() && self.boxed.is_none() {
             // Built on the heap: never on `queue_rq`'s stack.
-            let b = self
-                .boxed
-                .insert(Mapping::<MAX_SEGS>::new_boxed(&data.dev, dir, GFP_ATOMIC)?);
-            map_data(rq, b)?;
+            // Whatever `map_data` maps before an error stays in `self` (unmapped on drop).
+            let b = self.boxed.insert(HeapMapping::Pages(Mapping::new_boxed(
+                &data.dev, dir, GFP_ATOMIC,
+            )?));
+            if let HeapMapping::Pages(m) = b {
+                map_data(rq, m)?;
+            }
         }
         Ok((Self::segments(&self.inline, &self.boxed), &mut self.lists))
     }
@@ -286,11 +328,12 @@ impl RqOwned {
     /// one `RqOwned`, borrowed apart from its list pages).
     fn segments<'a>(
         inline: &'a Option<Mapping<INLINE_SEGS>>,
-        boxed: &'a Option<KBox<Mapping<MAX_SEGS>>>,
+        boxed: &'a Option<HeapMapping>,
     ) -> &'a [MappedSegment] {
         match (inline, boxed) {
             (Some(m), _) => m.segments(),
-            (None, Some(m)) => m.segments(),
+            (None, Some(HeapMapping::Pages(m))) => m.segments(),
+            (None, Some(HeapMapping::Sg(m))) => m.segments(),
             (None, None) => &[],
         }
     }

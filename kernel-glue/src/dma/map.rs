@@ -33,7 +33,9 @@ impl Direction {
     }
 }
 
-/// One mapped segment: the bus address and length the device uses.
+/// One mapped segment: the bus address and length the device uses (the layout of helpers.h's
+/// `struct rnvme_glue_dma_seg`, which the scatterlist path fills in place).
+#[repr(C)]
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct MappedSegment {
     /// Bus address of the first byte.

@@ -152,6 +152,10 @@ echo "rnvme-chain: $over commands over 2 MiB, $ch chained lists, $pg list pages,
     fail "chain-lists-chained ($ch lists, $pg pages)"
 live=$(counter list_pages_live)
 [ "$live" = 0 ] && pass "chain-no-list-page-held" || fail "chain-no-list-page-held ($live live)"
+# Without an IOMMU each contiguous run is mapped by its own call (26-rnvme-iommu.sh: one call).
+sgm=$(counter sg_maps)
+[ "$sgm" = 0 ] && pass "chain-no-one-call-maps-without-iommu" ||
+    fail "chain-no-one-call-maps-without-iommu ($sgm requests mapped by one call)"
 
 # The C driver reads what rnvme wrote.
 check chain-rebind-nvme nvme_bind "$b" nvme 60
