@@ -276,9 +276,26 @@ void rnvme_glue_dma_set_max_seg_size(struct device *dev, u32 size)
 static_assert(sizeof(struct rnvme_glue_dma_seg) == 16 &&
 	      offsetof(struct rnvme_glue_dma_seg, len) == 8);
 
-void rnvme_glue_sg_init(struct scatterlist *sgl, u32 n)
+struct scatterlist *rnvme_glue_sg_alloc(u32 n)
 {
-	sg_init_table(sgl, n);
+	struct scatterlist *sgl;
+
+	if (!n)
+		return NULL;
+	sgl = kmalloc_array(n, sizeof(*sgl) + sizeof(struct rnvme_glue_dma_seg), GFP_ATOMIC);
+	if (sgl)
+		sg_init_table(sgl, n);
+	return sgl;
+}
+
+void rnvme_glue_sg_free(struct scatterlist *sgl)
+{
+	kfree(sgl);
+}
+
+struct rnvme_glue_dma_seg *rnvme_glue_sg_segs(struct scatterlist *sgl, u32 cap)
+{
+	return (struct rnvme_glue_dma_seg *)(sgl + cap);
 }
 
 void rnvme_glue_sg_set(struct scatterlist *sgl, u32 i, struct page *page, u32 len, u32 offset)
@@ -286,14 +303,14 @@ void rnvme_glue_sg_set(struct scatterlist *sgl, u32 i, struct page *page, u32 le
 	sg_set_page(&sgl[i], page, len, offset);
 }
 
-u32 rnvme_glue_sg_map(struct device *dev, struct scatterlist *sgl, u32 n, bool to_device,
-		      struct rnvme_glue_dma_seg *out)
+u32 rnvme_glue_sg_map(struct device *dev, struct scatterlist *sgl, u32 n, u32 cap, bool to_device)
 {
 	enum dma_data_direction dir = to_device ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+	struct rnvme_glue_dma_seg *out = rnvme_glue_sg_segs(sgl, cap);
 	struct scatterlist *sg;
 	int nents, i;
 
-	if (!n)
+	if (!n || n > cap)
 		return 0;
 	/* The table may be longer than the request: the walk ends at entry n. */
 	sg_mark_end(&sgl[n - 1]);

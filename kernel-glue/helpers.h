@@ -113,20 +113,22 @@ void rnvme_glue_dma_set_max_seg_size(struct device *dev, u32 size);
  * One mapping call for a request's segments (dma_map_sg_attrs(), as nvme_map_data() does with
  * dma_map_sgtable() in drivers/nvme/host/pci.c): behind an IOMMU the segments share one IOVA
  * range, allocated, mapped and later unmapped once instead of once per segment.
- * rnvme_glue_sg_init() clears the first n entries of sgl (sg_init_table());
+ * rnvme_glue_sg_alloc() allocates (GFP_ATOMIC) a table of n cleared entries (sg_init_table())
+ * followed by room for n DMA segments (rnvme_glue_sg_segs()), freed by rnvme_glue_sg_free();
  * rnvme_glue_sg_set() sets entry i (sg_set_page()); rnvme_glue_sg_map() maps the first n
- * entries, writes the resulting DMA segments to out (at most n) and returns their number, 0
- * when the DMA API refuses (nothing mapped then); rnvme_glue_sg_unmap() undoes a map of the same
- * n entries (dma_unmap_sg_attrs()).
+ * entries, writes the resulting DMA segments (at most n) to the segment room of a table of cap
+ * entries and returns their number, 0 when the DMA API refuses (nothing mapped then);
+ * rnvme_glue_sg_unmap() undoes a map of the same n entries (dma_unmap_sg_attrs()).
  */
 struct rnvme_glue_dma_seg {
 	u64 addr;
 	u32 len;
 };
-void rnvme_glue_sg_init(struct scatterlist *sgl, u32 n);
+struct scatterlist *rnvme_glue_sg_alloc(u32 n);
+void rnvme_glue_sg_free(struct scatterlist *sgl);
+struct rnvme_glue_dma_seg *rnvme_glue_sg_segs(struct scatterlist *sgl, u32 cap);
 void rnvme_glue_sg_set(struct scatterlist *sgl, u32 i, struct page *page, u32 len, u32 offset);
-u32 rnvme_glue_sg_map(struct device *dev, struct scatterlist *sgl, u32 n, bool to_device,
-		      struct rnvme_glue_dma_seg *out);
+u32 rnvme_glue_sg_map(struct device *dev, struct scatterlist *sgl, u32 n, u32 cap, bool to_device);
 void rnvme_glue_sg_unmap(struct device *dev, struct scatterlist *sgl, u32 n, bool to_device);
 /* dma_pool_create() / dma_pool_destroy() / dma_pool_alloc(GFP_ATOMIC) / dma_pool_free(). */
 struct dma_pool *rnvme_glue_dma_pool_create(const char *name, struct device *dev, size_t size,

@@ -9,7 +9,7 @@
 # completion latency (fio-profile-lat) and, with rnvme_prof_ips=1, the driver module's hottest
 # instruction addresses (fio-profile-ip, offsets into .text for objdump -d of the .ko).
 #
-#   scripts/profile-fio.sh [--ko FILE] [--secs N] [--timeline] [--insns N]
+#   scripts/profile-fio.sh [--ko FILE] [--secs N] [--timeline] [--insns N] [--host-perf] [--iommu]
 #   --timeline: QEMU also traces command fetches and backend completions, with timestamps, and
 #       benches/qemu_timeline.py prints each run's per-I/O intervals (fio-profile-timeline; QD1
 #       workloads only: doorbell -> fetch -> backend done -> MSI-X -> CQ doorbell -> next), and
@@ -31,6 +31,8 @@
 #       RNVME_HOST_SCHED=1 (with --timeline): the host's scheduler events too, and
 #       benches/qemu_sched.py prints per run what the scheduler did with QEMU's main loop while
 #       the NVMe model stalled (fio-profile-sched).
+#   --iommu: QEMU's emulated IOMMU (run-guest.sh --iommu), so every DMA mapping is an IOVA
+#       mapping (with --insns: what each driver's mapping calls cost there).
 #   RNVME_PROF_KEEP_TRACE=1: keep QEMU's trace file (its path is printed).
 #   RNVME_PROF_APPEND='rnvme_prof_rnvme_params=shadow_doorbells=0 rnvme_prof_callgraph=1' \
 #       scripts/profile-fio.sh      # guest knobs (tests/qemu/guest-tests/62-fio-profile.sh)
@@ -41,7 +43,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ko="" secs=4 rc=0 timeline=0 insns="" host_perf=0
+ko="" secs=4 rc=0 timeline=0 insns="" host_perf=0 iommu=()
 while (($#)); do
     case "$1" in
         --ko) ko="$2"; shift 2 ;;
@@ -49,6 +51,7 @@ while (($#)); do
         --timeline) timeline=1; shift ;;
         --insns) insns="$2"; shift 2 ;;
         --host-perf) host_perf=1; shift ;;
+        --iommu) iommu=(--iommu); shift ;;
         -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
         *) die "unknown argument '$1'" ;;
     esac
@@ -136,7 +139,7 @@ qemu_mutex_lock_iothread_impl}"
     host_rec+=(-o "$hostf" --)
 fi
 log "host load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-"${host_rec[@]}" "$q/run-guest.sh" -k normal -i "$img" --topology proof -t 3600 -l "$logf" \
+"${host_rec[@]}" "$q/run-guest.sh" -k normal -i "$img" --topology proof "${iommu[@]}" -t 3600 -l "$logf" \
     --append "rnvme_prof_secs=$secs rnvme_test_timeout=3000 $insn_append ${RNVME_PROF_APPEND:-}" -- \
     "${traces[@]}" -D "$tracef" "${plugin[@]}" || rc=$?
 log "host load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -77,7 +77,7 @@ pub(crate) fn map_data<const N: usize>(rq: &Request<IoOps>, map: &mut Mapping<N>
 }
 
 /// Maps the data of `rq` into `map` by one call (one IOVA range behind an IOMMU).
-fn map_data_sg<const N: usize>(rq: &Request<IoOps>, map: &mut SgMapping<N>) -> Result {
+fn map_data_sg(rq: &Request<IoOps>, map: &mut SgMapping) -> Result {
     // SAFETY: as in `map_data`.
     for_each_run(rq, |run| unsafe { map.add(run) })?;
     map.map()
@@ -229,8 +229,8 @@ impl IoOwned {
 enum HeapMapping {
     /// Each run mapped by its own `dma_map_page_attrs()`.
     Pages(KBox<Mapping<MAX_SEGS>>),
-    /// All runs mapped by one `dma_map_sg_attrs()`.
-    Sg(KBox<SgMapping<MAX_SEGS>>),
+    /// All runs mapped by one `dma_map_sg_attrs()` (its table sized for the request).
+    Sg(SgMapping),
 }
 
 /// The resources of a request's command: what must live until completion.
@@ -238,9 +238,9 @@ pub(crate) struct RqOwned {
     /// Mappings of up to [`INLINE_SEGS`] data segments, held in the request's PDU (unmapped
     /// on drop).
     inline: Option<Mapping<INLINE_SEGS>>,
-    /// Mappings of up to [`MAX_SEGS`] data segments, on the heap: the table is 2 KiB (6 KiB
-    /// as a scatterlist) and `queue_rq`'s stack frame must stay small (issue 7: 8.9 KiB when
-    /// it was held by value).
+    /// Mappings of up to [`MAX_SEGS`] data segments, on the heap: the table is 2 KiB (a
+    /// scatterlist: 48 bytes per segment of the request) and `queue_rq`'s stack frame must
+    /// stay small (issue 7: 8.9 KiB when it was held by value).
     boxed: Option<HeapMapping>,
     /// PRP list pages (chained), SGL or DSM range page (freed on drop); `None`, one store,
     /// for most requests, which need none (an empty table is 128 bytes to clear).
@@ -292,7 +292,7 @@ impl RqOwned {
             // Behind an IOMMU: every segment in one IOVA range, mapped by one call (the C
             // driver's `dma_map_sgtable()`), whatever the count.
             let nr = usize::from(rq.nr_phys_segments());
-            let mut m = SgMapping::new_boxed(&data.dev, dir, nr, GFP_ATOMIC)?;
+            let mut m = SgMapping::new(&data.dev, dir, nr.max(1))?;
             match map_data_sg(rq, &mut m) {
                 Ok(()) => {
                     data.prp_stats.sg_mapped();

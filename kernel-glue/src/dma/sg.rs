@@ -13,7 +13,7 @@
 //! driver maps every multi-segment request that way (`nvme_map_data()` in
 //! `drivers/nvme/host/pci.c`, `dma_map_sgtable()`); rnvme does where it pays: behind an IOMMU.
 
-use core::mem::MaybeUninit;
+use core::ptr::NonNull;
 
 use bvec::Bvec;
 use kernel::{bindings, prelude::*, sync::Arc};
@@ -21,56 +21,58 @@ use kernel::{bindings, prelude::*, sync::Arc};
 use super::{Direction, MappedSegment};
 use crate::{helpers, pci, KPage};
 
-/// Up to `N` page segments, collected with [`SgMapping::add`] and then mapped for one
-/// direction by one call ([`SgMapping::map`]); unmapped on drop. Large (48 bytes per entry):
-/// built on the heap ([`SgMapping::new_boxed`]).
+/// A request's page segments, collected with [`SgMapping::add`] and then mapped for one
+/// direction by one call ([`SgMapping::map`]); unmapped and freed on drop. The scatterlist
+/// and the room for the DMA segments are one allocation of 48 bytes per entry, sized for the
+/// request (`GFP_ATOMIC`: made in `queue_rq`); the C driver takes a 4 KiB table from a mempool
+/// for every such request.
 ///
 /// # Invariants
 ///
-/// `n <= cap <= N`. The first `cap` entries of `sgl` are initialised scatterlist entries (one
-/// table, `sg_init_table()`); the first `n` of them are set to pages that are data of the
-/// caller's request. When `nsegs > 0` those `n` entries are one live mapping of `dev` in
-/// direction `dir` (`dma_map_sg_attrs`), unmapped only by the drop, and the first
-/// `nsegs <= n` entries of `segs` are its DMA segments.
-pub struct SgMapping<const N: usize> {
+/// `sgl` is a live allocation of `rnvme_glue_sg_alloc(cap)`, owned by this value and freed only
+/// by its drop: `cap` initialised scatterlist entries (one table, `sg_init_table()`), then room
+/// for `cap` DMA segments at `rnvme_glue_sg_segs(sgl, cap)`. `n <= cap`, and the first `n`
+/// entries are set to pages that are data of the caller's request. When `nsegs > 0` those `n`
+/// entries are one live mapping of `dev` in direction `dir` (`dma_map_sg_attrs`), unmapped only
+/// by the drop, and the first `nsegs <= n` segments of the room are its DMA segments.
+pub struct SgMapping {
     dev: Arc<pci::Device>,
     dir: Direction,
-    sgl: [MaybeUninit<bindings::scatterlist>; N],
-    segs: [MaybeUninit<MappedSegment>; N],
+    sgl: NonNull<bindings::scatterlist>,
     cap: u32,
     n: u32,
     nsegs: u32,
 }
 
-impl<const N: usize> SgMapping<N> {
-    /// An empty table for `dev` and `dir` on the heap (`flags`: allocation context), ready
-    /// for up to `entries` segments (at most `N`): only those entries are cleared.
-    pub fn new_boxed(
-        dev: &Arc<pci::Device>,
-        dir: Direction,
-        entries: usize,
-        flags: kernel::alloc::Flags,
-    ) -> Result<KBox<Self>> {
-        let cap = u32::try_from(entries.min(N)).map_err(|_| EINVAL)?;
-        let mut b = KBox::<Self>::new_uninit(flags)?;
-        let p = b.as_mut_ptr();
-        // SAFETY: `p` is valid, aligned, uninitialised memory for a `Self`; every field but the
-        // two tables is written once below, and the tables are arrays of `MaybeUninit`; the
-        // first `cap <= N` entries of `sgl` are cleared by the helper (`sg_init_table()`).
-        unsafe {
-            core::ptr::addr_of_mut!((*p).dev).write(dev.clone());
-            core::ptr::addr_of_mut!((*p).dir).write(dir);
-            core::ptr::addr_of_mut!((*p).cap).write(cap);
-            core::ptr::addr_of_mut!((*p).n).write(0);
-            core::ptr::addr_of_mut!((*p).nsegs).write(0);
-            if cap > 0 {
-                let sgl = core::ptr::addr_of_mut!((*p).sgl).cast::<bindings::scatterlist>();
-                helpers::rnvme_glue_sg_init(sgl, cap);
-            }
+// SAFETY: the table is owned by the value alone (type invariant), like a `KBox`'s memory; the
+// DMA API calls on it may be made from any CPU.
+unsafe impl Send for SgMapping {}
+// SAFETY: a shared reference only reads the DMA segments.
+unsafe impl Sync for SgMapping {}
+
+impl SgMapping {
+    /// An empty table for `dev` and `dir`, for up to `entries` segments.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for no entries or more than `u32::MAX`, `ENOMEM` without memory.
+    pub fn new(dev: &Arc<pci::Device>, dir: Direction, entries: usize) -> Result<Self> {
+        let cap = u32::try_from(entries).map_err(|_| EINVAL)?;
+        if cap == 0 {
+            return Err(EINVAL);
         }
-        // INVARIANT: no entry set, nothing mapped; `cap` entries cleared.
-        // SAFETY: all fields initialised above.
-        Ok(unsafe { b.assume_init() })
+        // SAFETY: any count may be asked for; the helper checks the size and returns NULL
+        // without memory.
+        let sgl = NonNull::new(unsafe { helpers::rnvme_glue_sg_alloc(cap) }).ok_or(ENOMEM)?;
+        // INVARIANT: a fresh table of `cap` entries, none set, nothing mapped.
+        Ok(Self {
+            dev: dev.clone(),
+            dir,
+            sgl,
+            cap,
+            n: 0,
+            nsegs: 0,
+        })
     }
 
     /// Adds `seg` (physically contiguous pages) as the next entry.
@@ -96,7 +98,7 @@ impl<const N: usize> SgMapping<N> {
         // `seg` is `len` bytes at `offset` of physically contiguous pages (`Bvec` invariant).
         unsafe {
             helpers::rnvme_glue_sg_set(
-                self.sgl.as_mut_ptr().cast(),
+                self.sgl.as_ptr(),
                 self.n,
                 seg.page().as_ptr(),
                 seg.len(),
@@ -118,51 +120,57 @@ impl<const N: usize> SgMapping<N> {
         if self.n == 0 || self.nsegs != 0 {
             return Err(EINVAL);
         }
-        // SAFETY: `dev` is valid; the first `n` entries are set scatterlist entries of the
-        // request's pages (type invariant); `segs` has room for `n >= ` the DMA segments
-        // written (the helper writes at most `n`), and `MappedSegment` is the helper's
-        // segment type (`helpers::rnvme_glue_dma_seg`).
+        // SAFETY: `dev` is valid; the first `n <= cap` entries of the table of `cap` are set
+        // scatterlist entries of the request's pages (type invariant); the helper writes at
+        // most `n` segments into the table's own room.
         let nsegs = unsafe {
             helpers::rnvme_glue_sg_map(
                 self.dev.device_raw(),
-                self.sgl.as_mut_ptr().cast(),
+                self.sgl.as_ptr(),
                 self.n,
+                self.cap,
                 self.dir == Direction::ToDevice,
-                self.segs.as_mut_ptr().cast::<MappedSegment>(),
             )
         };
         if nsegs == 0 || nsegs > self.n {
             return Err(EIO);
         }
-        // INVARIANT: the `n` entries are one live mapping; its `nsegs` DMA segments are in
-        // `segs`.
+        // INVARIANT: the `n` entries are one live mapping; its `nsegs` DMA segments are in the
+        // room.
         self.nsegs = nsegs;
         Ok(())
     }
 
     /// The DMA segments of the mapping, in order (none before [`SgMapping::map`]).
     pub fn segments(&self) -> &[MappedSegment] {
-        let live = self.segs.get(..self.nsegs as usize).unwrap_or(&[]);
-        // SAFETY: the first `nsegs` entries are initialised (type invariant), and
-        // `MaybeUninit<MappedSegment>` has the layout of `MappedSegment`.
-        unsafe { core::slice::from_raw_parts(live.as_ptr().cast::<MappedSegment>(), live.len()) }
+        if self.nsegs == 0 {
+            return &[];
+        }
+        // SAFETY: the table is live with room for `cap` segments after its entries, of which
+        // the first `nsegs` are written (type invariant); `MappedSegment` is the helper's
+        // segment type (`helpers::rnvme_glue_dma_seg`); the room lives as long as `self`.
+        unsafe {
+            let segs = helpers::rnvme_glue_sg_segs(self.sgl.as_ptr(), self.cap);
+            core::slice::from_raw_parts(segs.cast_const(), self.nsegs as usize)
+        }
     }
 }
 
-impl<const N: usize> Drop for SgMapping<N> {
+impl Drop for SgMapping {
     fn drop(&mut self) {
-        if self.nsegs == 0 {
-            return;
+        if self.nsegs != 0 {
+            // SAFETY: the first `n` entries are one live mapping of `dev` in `dir` (type
+            // invariant, `nsegs > 0`), unmapped once here with the same entries.
+            unsafe {
+                helpers::rnvme_glue_sg_unmap(
+                    self.dev.device_raw(),
+                    self.sgl.as_ptr(),
+                    self.n,
+                    self.dir == Direction::ToDevice,
+                )
+            };
         }
-        // SAFETY: the first `n` entries are one live mapping of `dev` in `dir` (type
-        // invariant, `nsegs > 0`), unmapped once here with the same entries.
-        unsafe {
-            helpers::rnvme_glue_sg_unmap(
-                self.dev.device_raw(),
-                self.sgl.as_mut_ptr().cast(),
-                self.n,
-                self.dir == Direction::ToDevice,
-            )
-        };
+        // SAFETY: the table's allocation, owned by this value and not used after this.
+        unsafe { helpers::rnvme_glue_sg_free(self.sgl.as_ptr()) };
     }
 }

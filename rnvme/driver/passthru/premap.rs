@@ -22,7 +22,7 @@
 //! user address range, so no page is mapped by one tag per registration made of it. The counters
 //! (`/sys/kernel/debug/rnvme/rnvme<C>/premap`) say which path each passthrough data I/O took.
 
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 use crate::io::IoData;
 use kernel::{c_str, prelude::*, str::CStr, sync::Arc, ThisModule};
@@ -138,6 +138,9 @@ pub(crate) struct Stats {
     counters: DebugCounters,
     /// Converts the submit path's TSC cycles to nanoseconds.
     tsc: TscScale,
+    /// Tags alive, as `tags_live` counts them: one shared atomic, so a plain I/O asks whether
+    /// any tag exists with one load (the per-CPU counter is summed over every CPU).
+    live: AtomicI64,
 }
 
 impl Stats {
@@ -149,6 +152,7 @@ impl Stats {
             Self {
                 counters,
                 tsc: TscScale::new(),
+                live: AtomicI64::new(0),
             },
             GFP_KERNEL,
         )?)
@@ -157,6 +161,18 @@ impl Stats {
     /// Adds `v` to counter `c`.
     pub(crate) fn add(&self, c: Counter, v: i64) {
         self.counters.add(c as usize, v);
+    }
+
+    /// Counts a tag made (`n = 1`) or released (`n = -1`) in `tags_live`.
+    fn tags_live_add(&self, n: i64) {
+        self.live.fetch_add(n, Ordering::Relaxed);
+        self.add(Counter::TagsLive, n);
+    }
+
+    /// Whether any tag of the controller is alive (a plain I/O's pages can only be on one
+    /// then).
+    fn any_tag_live(&self) -> bool {
+        self.live.load(Ordering::Relaxed) > 0
     }
 
     /// Records the submit-path time of one io_uring I/O command with data: `cycles` TSC
@@ -174,11 +190,6 @@ impl Stats {
         };
         self.add(sum, i64::try_from(ns).unwrap_or(i64::MAX));
         self.add(n, 1);
-    }
-
-    /// Counter `c`'s value.
-    fn get(&self, c: Counter) -> i64 {
-        self.counters.get(c as usize)
     }
 }
 
@@ -241,7 +252,7 @@ impl Tag {
                 .write(slot * 8, &v.to_le_bytes())?;
         }
         stats.add(Counter::TagsCreated, 1);
-        stats.add(Counter::TagsLive, 1);
+        stats.tags_live_add(1);
         stats.add(Counter::TagBytesLive, buf.mapped_bytes() as i64);
         let ns = local_clock_ns().saturating_sub(start);
         stats.add(Counter::TagCreateNs, i64::try_from(ns).unwrap_or(i64::MAX));
@@ -277,7 +288,7 @@ impl Tag {
 impl Drop for Tag {
     fn drop(&mut self) {
         self.stats.add(Counter::TagsReleased, 1);
-        self.stats.add(Counter::TagsLive, -1);
+        self.stats.tags_live_add(-1);
         self.stats
             .add(Counter::TagBytesLive, -(self.buf.mapped_bytes() as i64));
     }
@@ -723,7 +734,7 @@ impl Registry {
         len: u32,
         for_each: impl Fn(&mut dyn FnMut(&bvec::Bvec<kernel_glue::KPage>) -> Result) -> Result,
     ) -> Option<Arc<Tag>> {
-        if stats.get(Counter::TagsLive) <= 0 || len == 0 {
+        if !stats.any_tag_live() || len == 0 {
             return None;
         }
         if let Some(t) = own.and_then(|f| f.holding_dropping(addr, len, &for_each, stats)) {

@@ -314,20 +314,28 @@ impl<T: Operations> Request<T> {
                 // SAFETY: the bio's table holds the entries its iterator covers, from `bi_idx`
                 // on (the block layer's contract for a bio in a request).
                 let first = unsafe { start.add(it.bi_idx as usize) };
-                let n = covered_entries(first, it.bi_bvec_done, it.bi_size)?;
+                let (n, whole) = covered_entries(first, it.bi_bvec_done, it.bi_size)?;
                 // SAFETY: the `n` entries from `first` were read and checked by
                 // `covered_entries`: each has a non-zero length and no `offset + len`
                 // overflow, which is exactly `Bvec<KPage>`'s invariant, and `Bvec<KPage>` has
                 // the layout of `struct bio_vec` (checked in kpage.rs). The table is not
                 // written while the request is in flight.
                 let segs = unsafe { core::slice::from_raw_parts(first.cast::<Bvec<KPage>>(), n) };
-                let iter = BvecIter::from_state(
-                    segs,
-                    IterState::new(it.bi_sector, it.bi_size, 0, it.bi_bvec_done),
-                )
-                .map_err(|_| EIO)?;
-                for seg in iter.segments() {
-                    f(&seg)?;
+                if it.bi_bvec_done == 0 && whole {
+                    // The bio covers its entries whole (most bios: not split inside an
+                    // entry): they are its segments as they are, with nothing to clip.
+                    for seg in segs {
+                        f(seg)?;
+                    }
+                } else {
+                    let iter = BvecIter::from_state(
+                        segs,
+                        IterState::new(it.bi_sector, it.bi_size, 0, it.bi_bvec_done),
+                    )
+                    .map_err(|_| EIO)?;
+                    for seg in iter.segments() {
+                        f(&seg)?;
+                    }
                 }
             }
             // SAFETY: as above.
@@ -337,16 +345,23 @@ impl<T: Operations> Request<T> {
     }
 }
 
-/// Counts the entries from `first` that hold `done + size` bytes, checking each as a `Bvec`.
-fn covered_entries(first: *const bindings::bio_vec, done: u32, size: u32) -> Result<usize> {
+/// Counts the entries from `first` that hold `done + size` bytes, checking each as a `Bvec`;
+/// also says whether they hold exactly that many (the last entry is not cut by the size).
+fn covered_entries(
+    first: *const bindings::bio_vec,
+    done: u32,
+    size: u32,
+) -> Result<(usize, bool)> {
     let mut need = u64::from(done) + u64::from(size);
     let mut n = 0usize;
+    let mut whole = false;
     while need > 0 {
         // SAFETY: the caller's bio covers these entries (see `for_each_segment`).
         let bv = unsafe { first.add(n).read() };
         if bv.bv_len == 0 || bv.bv_offset.checked_add(bv.bv_len).is_none() {
             return Err(EIO);
         }
+        whole = u64::from(bv.bv_len) == need;
         need = need.saturating_sub(u64::from(bv.bv_len));
         n = n.checked_add(1).ok_or(EIO)?;
         // A bio holds at most `BIO_MAX_VECS` (256) entries.
@@ -354,7 +369,7 @@ fn covered_entries(first: *const bindings::bio_vec, done: u32, size: u32) -> Res
             return Err(EIO);
         }
     }
-    Ok(n)
+    Ok((n, whole))
 }
 
 /// A request owned by the driver: given to [`Operations::queue_rq`] and
