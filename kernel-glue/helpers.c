@@ -293,7 +293,8 @@ void rnvme_glue_sg_free(struct scatterlist *sgl)
 	kfree(sgl);
 }
 
-struct rnvme_glue_dma_seg *rnvme_glue_sg_segs(struct scatterlist *sgl, u32 cap)
+/* The room for the DMA segments of a table of cap entries: right after the entries. */
+static struct rnvme_glue_dma_seg *rnvme_glue_sg_segs(struct scatterlist *sgl, u32 cap)
 {
 	return (struct rnvme_glue_dma_seg *)(sgl + cap);
 }

@@ -114,7 +114,7 @@ void rnvme_glue_dma_set_max_seg_size(struct device *dev, u32 size);
  * dma_map_sgtable() in drivers/nvme/host/pci.c): behind an IOMMU the segments share one IOVA
  * range, allocated, mapped and later unmapped once instead of once per segment.
  * rnvme_glue_sg_alloc() allocates (GFP_ATOMIC) a table of n cleared entries (sg_init_table())
- * followed by room for n DMA segments (rnvme_glue_sg_segs()), freed by rnvme_glue_sg_free();
+ * followed by room for n DMA segments (at sgl + n), freed by rnvme_glue_sg_free();
  * rnvme_glue_sg_set() sets entry i (sg_set_page()); rnvme_glue_sg_map() maps the first n
  * entries, writes the resulting DMA segments (at most n) to the segment room of a table of cap
  * entries and returns their number, 0 when the DMA API refuses (nothing mapped then);
@@ -126,7 +126,6 @@ struct rnvme_glue_dma_seg {
 };
 struct scatterlist *rnvme_glue_sg_alloc(u32 n);
 void rnvme_glue_sg_free(struct scatterlist *sgl);
-struct rnvme_glue_dma_seg *rnvme_glue_sg_segs(struct scatterlist *sgl, u32 cap);
 void rnvme_glue_sg_set(struct scatterlist *sgl, u32 i, struct page *page, u32 len, u32 offset);
 u32 rnvme_glue_sg_map(struct device *dev, struct scatterlist *sgl, u32 n, u32 cap, bool to_device);
 void rnvme_glue_sg_unmap(struct device *dev, struct scatterlist *sgl, u32 n, bool to_device);

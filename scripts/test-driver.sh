@@ -51,44 +51,45 @@ else
     log "rnvme driver test ($variant): FAIL, run-guest.sh exit $rc (log $logf)"
 fi
 
+# short_boot NAME WHAT TEST [--add SRC:DEST ...] -- [run-guest.sh options]: one more short boot
+# of guest test TEST with rnvme.ko; its log is rnvme-NAME-<variant>-<time>.log, its summary lines
+# those starting `rnvme-NAME: `. Returns run-guest.sh's exit status.
+short_boot() {
+    local name="$1" what="$2" test="$3" adds=() opts=() r=0
+    shift 3
+    while (($#)) && [[ "$1" != -- ]]; do adds+=("$1"); shift; done
+    (($#)) && shift
+    opts=("$@")
+    [[ "$variant" == debug ]] && opts+=(-t 3600 --append "rnvme_test_timeout=2000")
+    local img logb
+    img=$("$q/mkinitramfs.sh" -k "$variant" --no-default-tests \
+        --add "$DRIVER_KO:/lib/modules/extra/rnvme.ko" "${adds[@]}" \
+        --test "$RNVME_REPO/tests/qemu/guest-tests/$test" \
+        -o "$RNVME_WORK/initramfs/rnvme-$name-$variant.cpio")
+    logb="$RNVME_WORK/logs/rnvme-$name-$variant-$(date +%Y%m%d-%H%M%S).log"
+    "$q/run-guest.sh" -k "$variant" -i "$img" -l "$logb" "${opts[@]}" || r=$?
+    grep -aE "^(PASS|FAIL): |^rnvme-$name: " "$logb" | tr -d '\r' | sed 's/^/  /' >&2 || true
+    if ((r == 0)); then
+        log "rnvme $what test ($variant): PASS (log $logb)"
+    else
+        log "rnvme $what test ($variant): FAIL, run-guest.sh exit $r (log $logb)"
+    fi
+    return "$r"
+}
+
 # Chained PRP lists: their own controller (QEMU mdts=10) in a second, short boot.
 rc2=0
 if [[ "${RNVME_DRIVER_CHAIN:-1}" == 1 ]]; then
-    chain_opts=(--topology chain)
-    [[ "$variant" == debug ]] && chain_opts+=(-t 3600 --append "rnvme_test_timeout=2000")
     contig="$RNVME_WORK/contig-dio"
     cc -static -O2 -Wall -Werror -o "$contig" "$RNVME_REPO/tests/qemu/guest-tests/contig-dio.c" ||
         die "contig-dio.c did not build (needs a static libc: libc6-dev)"
-    img2=$("$q/mkinitramfs.sh" -k "$variant" --no-default-tests \
-        --add "$DRIVER_KO:/lib/modules/extra/rnvme.ko" --add "$contig:/usr/bin/contig-dio" \
-        --test "$RNVME_REPO/tests/qemu/guest-tests/25-rnvme-chain.sh" \
-        -o "$RNVME_WORK/initramfs/rnvme-chain-$variant.cpio")
-    logf2="$RNVME_WORK/logs/rnvme-chain-$variant-$(date +%Y%m%d-%H%M%S).log"
-    "$q/run-guest.sh" -k "$variant" -i "$img2" -l "$logf2" "${chain_opts[@]}" || rc2=$?
-    grep -aE '^(PASS|FAIL): |^rnvme-chain: ' "$logf2" | tr -d '\r' | sed 's/^/  /' >&2 || true
-    if ((rc2 == 0)); then
-        log "rnvme chained PRP list test ($variant): PASS (log $logf2)"
-    else
-        log "rnvme chained PRP list test ($variant): FAIL, run-guest.sh exit $rc2 (log $logf2)"
-    fi
+    short_boot chain "chained PRP list" 25-rnvme-chain.sh --add "$contig:/usr/bin/contig-dio" \
+        -- --topology chain || rc2=$?
 fi
 # Behind an emulated IOMMU (every bus address a real IOVA; multi-segment requests mapped by one
 # dma_map_sg call): the chain controller again, in a third short boot.
 rc3=0
 if [[ "${RNVME_DRIVER_IOMMU:-1}" == 1 ]]; then
-    iommu_opts=(--topology chain --iommu)
-    [[ "$variant" == debug ]] && iommu_opts+=(-t 3600 --append "rnvme_test_timeout=2000")
-    img3=$("$q/mkinitramfs.sh" -k "$variant" --no-default-tests \
-        --add "$DRIVER_KO:/lib/modules/extra/rnvme.ko" \
-        --test "$RNVME_REPO/tests/qemu/guest-tests/26-rnvme-iommu.sh" \
-        -o "$RNVME_WORK/initramfs/rnvme-iommu-$variant.cpio")
-    logf3="$RNVME_WORK/logs/rnvme-iommu-$variant-$(date +%Y%m%d-%H%M%S).log"
-    "$q/run-guest.sh" -k "$variant" -i "$img3" -l "$logf3" "${iommu_opts[@]}" || rc3=$?
-    grep -aE '^(PASS|FAIL): |^rnvme-iommu: ' "$logf3" | tr -d '\r' | sed 's/^/  /' >&2 || true
-    if ((rc3 == 0)); then
-        log "rnvme IOMMU test ($variant): PASS (log $logf3)"
-    else
-        log "rnvme IOMMU test ($variant): FAIL, run-guest.sh exit $rc3 (log $logf3)"
-    fi
+    short_boot iommu IOMMU 26-rnvme-iommu.sh -- --topology chain --iommu || rc3=$?
 fi
 ((rc == 0 && rc2 == 0 && rc3 == 0)) || die "rnvme driver tests ($variant): FAIL"

@@ -31,7 +31,7 @@ use crate::{helpers, pci, KPage};
 ///
 /// `sgl` is a live allocation of `rnvme_glue_sg_alloc(cap)`, owned by this value and freed only
 /// by its drop: `cap` initialised scatterlist entries (one table, `sg_init_table()`), then room
-/// for `cap` DMA segments at `rnvme_glue_sg_segs(sgl, cap)`. `n <= cap`, and the first `n`
+/// for `cap` DMA segments right after them (`sgl + cap`). `n <= cap`, and the first `n`
 /// entries are set to pages that are data of the caller's request. When `nsegs > 0` those `n`
 /// entries are one live mapping of `dev` in direction `dir` (`dma_map_sg_attrs`), unmapped only
 /// by the drop, and the first `nsegs <= n` segments of the room are its DMA segments.
@@ -146,11 +146,12 @@ impl SgMapping {
         if self.nsegs == 0 {
             return &[];
         }
-        // SAFETY: the table is live with room for `cap` segments after its entries, of which
-        // the first `nsegs` are written (type invariant); `MappedSegment` is the helper's
-        // segment type (`helpers::rnvme_glue_dma_seg`); the room lives as long as `self`.
+        // SAFETY: the table is live with room for `cap` segments right after its `cap`
+        // entries (`sgl + cap` in C, the same `struct scatterlist` as bindgen's), of which the
+        // first `nsegs` are written (type invariant); `MappedSegment` is the helper's segment
+        // type (`helpers::rnvme_glue_dma_seg`); the room lives as long as `self`.
         unsafe {
-            let segs = helpers::rnvme_glue_sg_segs(self.sgl.as_ptr(), self.cap);
+            let segs = self.sgl.as_ptr().add(self.cap as usize).cast::<MappedSegment>();
             core::slice::from_raw_parts(segs.cast_const(), self.nsegs as usize)
         }
     }

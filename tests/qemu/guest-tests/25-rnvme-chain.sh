@@ -31,22 +31,13 @@ b=$(nvme_bdf rnvme-m) ||
     { fail "chain-topology (needs controller rnvme-m: run-guest.sh --topology chain)"; exit 1; }
 
 # Other controllers nobody drives stay so while the C driver loads (it would bind them all).
-parked=""
-for o in $(nvme_pci_list); do
-    [ "$o" = "$b" ] && continue
-    if [ "$(nvme_driver "$o")" = - ] && [ -z "$(cat /sys/bus/pci/devices/$o/driver_override)" ]; then
-        nvme_park "$o" && parked="$parked $o"
-    fi
-done
-
-# limits DISK: "max_hw_sectors_kb max_segments"
-limits() { echo "$(cat /sys/block/$1/queue/max_hw_sectors_kb) $(cat /sys/block/$1/queue/max_segments)"; }
+parked=$(nvme_park_idle_except "$b")
 
 # The C driver's limits and its view of the reference region, later compared with rnvme's.
 kmod_loaded nvme || { kmod_load nvme-core; kmod_load nvme; }
 check chain-bind-nvme nvme_bind "$b" nvme 60
 cd=$(nvme_wait_disks "$b" 1 60) || { fail "chain-nvme-disk"; exit 1; }
-c_lim=$(limits "$cd")
+c_lim=$(queue_limits "$cd")
 echo "nvme $cd: max_hw_sectors_kb max_segments = $c_lim (max_sectors_kb $(cat /sys/block/$cd/queue/max_sectors_kb))"
 
 # sgl_threshold=0: PRPs for every command, as this test is about PRP lists (with the default
@@ -56,7 +47,7 @@ kmod_loaded rnvme || check chain-load-rnvme insmod "$ko" sgl_threshold=0
 check chain-bind-rnvme nvme_bind "$b" rnvme 60
 d=$(nvme_wait_disks "$b" 1 60) || { fail "chain-rnvme-disk"; exit 1; }
 ri=$(echo "$d" | sed -n 's/^rnvme\([0-9]*\)n1$/\1/p')
-r_lim=$(limits "$d")
+r_lim=$(queue_limits "$d")
 echo "rnvme $d: max_hw_sectors_kb max_segments = $r_lim"
 [ "$r_lim" = "$c_lim" ] && pass "chain-limits-equal-c (rnvme $r_lim, nvme $c_lim)" ||
     fail "chain-limits-equal-c (rnvme $r_lim, nvme $c_lim)"

@@ -25,25 +25,18 @@ case "$dom" in
     *) fail "iommu-domain-translates ($dom: boot with run-guest.sh --iommu)"; exit 1 ;;
 esac
 
-parked=""
-for o in $(nvme_pci_list); do
-    [ "$o" = "$b" ] && continue
-    if [ "$(nvme_driver "$o")" = - ] && [ -z "$(cat /sys/bus/pci/devices/$o/driver_override)" ]; then
-        nvme_park "$o" && parked="$parked $o"
-    fi
-done
-
-limits() { echo "$(cat /sys/block/$1/queue/max_hw_sectors_kb) $(cat /sys/block/$1/queue/max_segments)"; }
+# Other controllers nobody drives stay so while the C driver loads (it would bind them all).
+parked=$(nvme_park_idle_except "$b")
 kmod_loaded nvme || { kmod_load nvme-core; kmod_load nvme; }
 check iommu-bind-nvme nvme_bind "$b" nvme 60
 cd=$(nvme_wait_disks "$b" 1 60) || { fail "iommu-nvme-disk"; exit 1; }
-c_lim=$(limits "$cd")
+c_lim=$(queue_limits "$cd")
 
 kmod_loaded rnvme || check iommu-load-rnvme insmod "$ko"
 check iommu-bind-rnvme nvme_bind "$b" rnvme 60
 d=$(nvme_wait_disks "$b" 1 60) || { fail "iommu-rnvme-disk"; exit 1; }
 ri=$(echo "$d" | sed -n 's/^rnvme\([0-9]*\)n1$/\1/p')
-r_lim=$(limits "$d")
+r_lim=$(queue_limits "$d")
 [ "$r_lim" = "$c_lim" ] && pass "iommu-limits-equal-c (rnvme $r_lim, nvme $c_lim)" ||
     fail "iommu-limits-equal-c (rnvme $r_lim, nvme $c_lim)"
 hw=${r_lim% *}

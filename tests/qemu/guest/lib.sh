@@ -174,6 +174,24 @@ nvme_park() {
     [ "$(nvme_driver "$_b")" = - ] || echo "$_b" > "/sys/bus/pci/devices/$_b/driver/unbind"
 }
 
+# nvme_park_idle_except CTRL: park every controller no driver has and nobody overrode, but CTRL
+# (so loading the C driver binds only what a test wants); prints the parked ones, for
+# nvme_release.
+nvme_park_idle_except() {
+    for _o in $(nvme_pci_list); do
+        [ "$_o" = "$1" ] && continue
+        if [ "$(nvme_driver "$_o")" = - ] &&
+            [ -z "$(cat "/sys/bus/pci/devices/$_o/driver_override")" ]; then
+            nvme_park "$_o" && echo "$_o"
+        fi
+    done
+}
+
+# queue_limits DISK: "max_hw_sectors_kb max_segments" of the disk's queue.
+queue_limits() {
+    echo "$(cat "/sys/block/$1/queue/max_hw_sectors_kb") $(cat "/sys/block/$1/queue/max_segments")"
+}
+
 # nvme_release CTRL: clear the controller's driver_override (it stays bound as it is).
 nvme_release() {
     _b=$(nvme_bdf "$1") || return 1
