@@ -146,31 +146,69 @@ def block_report(wl, dev, ios, blocks, info):
               f"memops {memops / ios:.1f} ends {classes}")
 
 
-def parse_dump(path):
-    """mark number -> {(block address, instructions): executions since the previous mark}."""
+def parse_dump(path, misses=None):
+    """mark number -> {(block address, instructions): executions since the previous mark};
+    the modelled soft-TLB misses by block go into `misses` (same shape) when the plugin ran
+    with tlb= ("t" lines)."""
     marks = {}
-    cur = None
+    cur = cur_t = None
     with open(path) as f:
         for line in f:
             if line.startswith("mark "):
                 parts = line.split()
                 cur = collections.Counter()
+                cur_t = collections.Counter()
                 marks[int(parts[1])] = cur
+                if misses is not None:
+                    misses[int(parts[1])] = cur_t
                 if "table-full" in parts:
                     print("tb-profile: warning: the plugin's table filled up; counts incomplete",
                           file=sys.stderr)
+                continue
+            if line.startswith("t "):
+                _, addr, insns, n = line.split()
+                cur_t[(int(addr, 16), int(insns))] += int(n)
                 continue
             addr, insns, execs = line.split()
             cur[(int(addr, 16), int(insns))] += int(execs)
     return marks
 
 
-def by_symbol(blocks, syms):
-    """Instructions by function (all user-space code as one entry)."""
+def by_symbol(blocks, syms, weight=True):
+    """Instructions by function (all user-space code as one entry); with `weight` False, the
+    counts as they are (soft-TLB misses)."""
     out = collections.Counter()
-    for (addr, insns), execs in blocks.items():
-        out["[user]" if addr < KERNEL_START else syms.name(addr)] += insns * execs
+    for (addr, insns), n in blocks.items():
+        out["[user]" if addr < KERNEL_START else syms.name(addr)] += insns * n if weight else n
     return out
+
+
+def report(tag, what, runs, per_run, top, diff_top):
+    """The per-run totals, top functions and rnvme - C differences of one measure."""
+    for (wl, dev), per_io in per_run.items():
+        user = per_io.get("[user]", 0.0)
+        kernel = sum(v for s, v in per_io.items() if s != "[user]")
+        modules = sum(v for s, v in per_io.items() if s.endswith("]") and s != "[user]")
+        print(f"{tag} {wl} dev={dev}: ios {runs[(wl, dev)]}, {what} per I/O: kernel {kernel:.0f} "
+              f"(modules {modules:.0f}), user {user:.0f}")
+        for s, v in sorted(per_io.items(), key=lambda kv: -kv[1])[:top]:
+            print(f"{tag}-sym {wl} dev={dev} {v:.1f} {s}")
+    workloads = []
+    for wl, _ in per_run:
+        if wl not in workloads:
+            workloads.append(wl)
+    for wl in workloads:
+        r, c = per_run.get((wl, "rnvme")), per_run.get((wl, "nvme"))
+        if r is None or c is None:
+            continue
+        names = set(r) | set(c)
+        diffs = sorted(names, key=lambda s: -abs(r.get(s, 0.0) - c.get(s, 0.0)))
+        tr = sum(v for s, v in r.items() if s != "[user]")
+        tc = sum(v for s, v in c.items() if s != "[user]")
+        print(f"{tag}-diff {wl} [kernel total] rnvme {tr:.1f} c {tc:.1f} diff {tr - tc:+.1f}")
+        for s in diffs[:diff_top]:
+            x, y = r.get(s, 0.0), c.get(s, 0.0)
+            print(f"{tag}-diff {wl} {s} rnvme {x:.1f} c {y:.1f} diff {x - y:+.1f}")
 
 
 def main():
@@ -187,45 +225,27 @@ def main():
     read_system_map(a.system_map, syms)
     runs = parse_log(a.log, syms)
     syms.finish()
-    marks = parse_dump(a.dump)
+    misses = {}
+    marks = parse_dump(a.dump, misses)
     info = parse_info(a.info) if a.info else None
     if not runs:
         sys.exit("tb-profile: no fio-profile lines with smark= in the log")
 
-    per_run = {}
+    per_run, per_run_tlb, ios_of = {}, {}, {}
     for wl, dev, ios, smark in runs:
         if smark not in marks:
             sys.exit(f"tb-profile: the dump has no mark {smark} (run {wl} {dev})")
-        counts = by_symbol(marks[smark], syms)
-        per_io = {s: n / ios for s, n in counts.items()}
-        per_run[(wl, dev)] = per_io
-        user = per_io.get("[user]", 0.0)
-        kernel = sum(v for s, v in per_io.items() if s != "[user]")
-        modules = sum(v for s, v in per_io.items() if s.endswith("]") and s != "[user]")
-        print(f"fio-insns {wl} dev={dev}: ios {ios}, instructions per I/O: kernel {kernel:.0f} "
-              f"(modules {modules:.0f}), user {user:.0f}")
-        for s, v in sorted(per_io.items(), key=lambda kv: -kv[1])[: a.top]:
-            print(f"fio-insns-sym {wl} dev={dev} {v:.1f} {s}")
-        if info is not None:
+        ios_of[(wl, dev)] = ios
+        per_run[(wl, dev)] = {s: n / ios for s, n in by_symbol(marks[smark], syms).items()}
+        if misses.get(smark):
+            counts = by_symbol(misses[smark], syms, weight=False)
+            per_run_tlb[(wl, dev)] = {s: n / ios for s, n in counts.items()}
+    report("fio-insns", "instructions", ios_of, per_run, a.top, a.diff_top)
+    if info is not None:
+        for wl, dev, ios, smark in runs:
             block_report(wl, dev, ios, marks[smark], info)
-
-    workloads = []
-    for wl, _, _, _ in runs:
-        if wl not in workloads:
-            workloads.append(wl)
-    for wl in workloads:
-        r, c = per_run.get((wl, "rnvme")), per_run.get((wl, "nvme"))
-        if r is None or c is None:
-            continue
-        names = set(r) | set(c)
-        diffs = sorted(names, key=lambda s: -abs(r.get(s, 0.0) - c.get(s, 0.0)))
-        tr = sum(v for s, v in r.items() if s != "[user]")
-        tc = sum(v for s, v in c.items() if s != "[user]")
-        print(f"fio-insns-diff {wl} [kernel total] rnvme {tr:.1f} c {tc:.1f} diff {tr - tc:+.1f}")
-        for s in diffs[: a.diff_top]:
-            x, y = r.get(s, 0.0), c.get(s, 0.0)
-            print(f"fio-insns-diff {wl} {s} rnvme {x:.1f} c {y:.1f} diff {x - y:+.1f}")
-
+    if per_run_tlb:
+        report("fio-tlb", "modelled soft-TLB misses", ios_of, per_run_tlb, a.top, a.diff_top)
 
 if __name__ == "__main__":
     main()

@@ -22,6 +22,10 @@
 #       instructions per I/O by function for each run and the rnvme - C difference per function
 #       (fio-insns, fio-insns-sym, fio-insns-diff lines). Counts include interrupt handlers and
 #       interrupts-off code, which perf's cpu-clock samples cannot reach.
+#       RNVME_PROF_TLB_BITS=B (with --insns): the plugin also models QEMU's soft TLB with 2^B
+#       entries per vCPU and mode and counts its misses by function (fio-tlb, fio-tlb-sym,
+#       fio-tlb-diff lines): under TCG a miss is a page-table walk of hundreds of nanoseconds,
+#       so code that touches many distinct pages per I/O costs more than its instructions.
 #   --host-perf: the host's perf samples every host CPU (cpu-clock), and benches/host_profile.py
 #       prints per run the host CPU time per I/O of QEMU's vCPU threads, main loop and workers,
 #       of everything else and the host's idle time, QEMU's hottest functions, and per I/O the
@@ -87,7 +91,12 @@ if [[ -n "$insns" ]]; then
     so="$RNVME_WORK/tbcount.so"
     cc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$so" "$RNVME_REPO/benches/qemu-plugin/tbcount.c" -lpthread
     dumpf="$RNVME_WORK/logs/fio-profile-insns-$stamp.txt"
-    plugin=(-plugin "$so,out=$dumpf,mark=$mark,info=$dumpf.info")
+    tlb=""
+    if [[ -n "${RNVME_PROF_TLB_BITS:-}" ]]; then
+        [[ "$RNVME_PROF_TLB_BITS" =~ ^[0-9]+$ ]] || die "RNVME_PROF_TLB_BITS takes a number"
+        tlb=",tlb=$RNVME_PROF_TLB_BITS"
+    fi
+    plugin=(-plugin "$so,out=$dumpf,mark=$mark,info=$dumpf.info$tlb")
     # nokaslr: the kernel's addresses are System.map's.
     insn_append="nokaslr rnvme_prof_perf=0 rnvme_prof_sync_marks=1 rnvme_prof_ios=$insns rnvme_prof_alternate=1"
 fi

@@ -9,7 +9,10 @@
 #     rnvme - C difference;
 #  3. the per-block info file (info=): written in the QEMU run, with memory operands counted
 #     and last instructions disassembled, and tb_profile.py --info's block-end classes and
-#     per-I/O figures on hand-made input.
+#     per-I/O figures on hand-made input;
+#  4. the soft-TLB model (tlb=): in QEMU, a 16-entry table misses more than a 65,536-entry one
+#     over the same firmware boot, counted per block ("t" lines); and tb_profile.py's misses
+#     per I/O by function on hand-made input.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 tmp=$(mktemp -d)
@@ -102,3 +105,44 @@ expect2 "fio-insns-tb wl dev=rnvme kernel: blocks 4.5 insns 24.0 memops 8.5 ends
 expect2 "fio-insns-tb wl dev=rnvme user: blocks 5.0 insns 10.0 memops 5.0 ends indirect=5.0"
 expect2 "fio-insns-tb wl dev=nvme kernel: blocks 4.0 insns 10.0 memops 2.0 ends call-page=1.0 sys=3.0"
 echo "tbcount selftest: block ends: 3 expected lines found"
+
+# 4. The soft-TLB model. A 65,536-entry table holds every page the firmware touches, so it
+# misses only on first touches; a 16-entry table (plus 8 victims) must miss more often than
+# that, per instruction, over the same boot.
+for bits in 4 16; do
+    timeout -s TERM 3 qemu-system-x86_64 -accel tcg -display none -m 64 -nodefaults \
+        -plugin "$tmp/tbcount.so,out=$tmp/tlb$bits.txt,tlb=$bits" >/dev/null 2>&1 || true
+    grep -q '^t ' "$tmp/tlb$bits.txt" || fail "tlb=$bits: no miss lines"
+done
+rate() { awk '/^t / { m += $4; next } NR > 1 { i += $2 * $3 } END { printf "%d", m * 1000000 / i }' "$1"; }
+small=$(rate "$tmp/tlb4.txt") large=$(rate "$tmp/tlb16.txt")
+((large > 0 && small > large)) || fail "misses per million instructions: 16 entries $small, 65536 entries $large"
+echo "tbcount selftest: TLB model: misses per million instructions $small (16 entries), $large (65536)"
+# Misses by function, on the dump of part 2 with "t" lines: rnvme (mark 2, 10 I/Os) f_a 30 + 10
+# misses, m_x 20, user 50; nvme (mark 4, 5 I/Os) f_b 5.
+cat > "$tmp/dump3.txt" <<'EOF'
+mark 1
+ffffffff81001000 4 1000
+mark 2
+ffffffff81001000 4 10
+t ffffffff81001000 4 30
+ffffffff81001010 6 5
+t ffffffff81001010 6 10
+ffffffffa0000020 7 20
+t ffffffffa0000020 7 20
+400000 2 50
+t 400000 2 50
+mark 3
+mark 4
+ffffffff81002000 2 15
+t ffffffff81002000 2 5
+EOF
+python3 "$here/../tb_profile.py" --dump "$tmp/dump3.txt" --system-map "$tmp/System.map" \
+    --log "$tmp/guest.log" > "$tmp/out3.txt"
+expect3() { grep -qxF "$1" "$tmp/out3.txt" || { cat "$tmp/out3.txt" >&2; fail "missing line: $1"; }; }
+expect3 "fio-tlb wl dev=rnvme: ios 10, modelled soft-TLB misses per I/O: kernel 6 (modules 2), user 5"
+expect3 "fio-tlb wl dev=nvme: ios 5, modelled soft-TLB misses per I/O: kernel 1 (modules 0), user 0"
+expect3 "fio-tlb-sym wl dev=rnvme 4.0 f_a"
+expect3 "fio-tlb-diff wl [kernel total] rnvme 6.0 c 1.0 diff +5.0"
+expect3 "fio-tlb-diff wl f_b rnvme 0.0 c 1.0 diff -1.0"
+echo "tbcount selftest: TLB analysis: 5 expected lines found"
