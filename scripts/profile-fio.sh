@@ -10,6 +10,7 @@
 # instruction addresses (fio-profile-ip, offsets into .text for objdump -d of the .ko).
 #
 #   scripts/profile-fio.sh [--ko FILE] [--secs N] [--timeline] [--insns N] [--host-perf] [--iommu]
+#                          [--phases]
 #   --timeline: QEMU also traces command fetches and backend completions, with timestamps, and
 #       benches/qemu_timeline.py prints each run's per-I/O intervals (fio-profile-timeline; QD1
 #       workloads only: doorbell -> fetch -> backend done -> MSI-X -> CQ doorbell -> next), and
@@ -35,6 +36,10 @@
 #       RNVME_HOST_SCHED=1 (with --timeline): the host's scheduler events too, and
 #       benches/qemu_sched.py prints per run what the scheduler did with QEMU's main loop while
 #       the NVMe model stalled (fio-profile-sched).
+#   --phases: both drivers built with phase timers (rnvme.ko with RNVME_PHASES=1, unless --ko
+#       gives one; the C driver by scripts/build-c-nvme-phases.sh), and benches/phases.py
+#       prints per run the passthrough submit path's phases and the interrupt handler in ns per
+#       I/O (fio-phases lines): use with RNVME_PROF_APPEND='rnvme_prof_engine=uring_cmd ...'.
 #   --iommu: QEMU's emulated IOMMU (run-guest.sh --iommu), so every DMA mapping is an IOVA
 #       mapping (with --insns: what each driver's mapping calls cost there).
 #   RNVME_PROF_KEEP_TRACE=1: keep QEMU's trace file (its path is printed).
@@ -47,7 +52,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ko="" secs=4 rc=0 timeline=0 insns="" host_perf=0 iommu=()
+ko="" secs=4 rc=0 timeline=0 insns="" host_perf=0 iommu=() phases=0
 while (($#)); do
     case "$1" in
         --ko) ko="$2"; shift 2 ;;
@@ -56,13 +61,20 @@ while (($#)); do
         --insns) insns="$2"; shift 2 ;;
         --host-perf) host_perf=1; shift ;;
         --iommu) iommu=(--iommu); shift ;;
+        --phases) phases=1; shift ;;
         -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
         *) die "unknown argument '$1'" ;;
     esac
 done
 perf_bin=$(command -v perf) || die "no perf on the host (apt-get install linux-perf)"
 if [[ -z "$ko" ]]; then
-    ko=$("$RNVME_REPO/scripts/build-module.sh" normal | grep '/rnvme\.ko$') || die "rnvme.ko did not build"
+    if ((phases)); then
+        ko=$(RNVME_MODULE_BUILD_DIR="$RNVME_WORK/module-build-phases/normal" \
+            "$RNVME_REPO/scripts/build-module.sh" normal RNVME_PHASES=1 | grep '/rnvme\.ko$') ||
+            die "rnvme.ko with phase timers did not build"
+    else
+        ko=$("$RNVME_REPO/scripts/build-module.sh" normal | grep '/rnvme\.ko$') || die "rnvme.ko did not build"
+    fi
 fi
 q="$RNVME_REPO/tests/qemu"
 adds=(--add "$ko:/lib/modules/extra/rnvme.ko" --add "$(readlink -f "$perf_bin"):/usr/bin/perf")
@@ -71,6 +83,11 @@ adds=(--add "$ko:/lib/modules/extra/rnvme.ko" --add "$(readlink -f "$perf_bin"):
 for a in ${RNVME_PROF_ADDS:-}; do
     adds+=(--add "$a")
 done
+if ((phases)); then
+    cdir=$("$RNVME_REPO/scripts/build-c-nvme-phases.sh") || die "the timed C driver did not build"
+    mdir="/lib/modules/$("$RNVME_REPO/scripts/kernel-path.sh" normal release)/kernel/drivers/nvme/host"
+    adds+=(--add "$cdir/nvme-core.ko:$mdir/nvme-core.ko" --add "$cdir/nvme.ko:$mdir/nvme.ko")
+fi
 while read -r lib; do
     adds+=(--add "$(readlink -f "$lib"):$lib")
 done < <(ldd "$perf_bin" | awk '/=> \// { print $3 }')
@@ -181,6 +198,11 @@ if ((timeline)); then
     rm -f "$tracef.batches"
 fi
 tr -d '\r' < "$logf" | grep -aE '^fio-profile-(sym|batch|cpu|queue|dispatched|lat|ip) '
+if ((phases)); then
+    tr -d '\r' < "$logf" > "$logf.phases"
+    python3 "$RNVME_REPO/benches/phases.py" "$logf.phases" || rc=1
+    rm -f "$logf.phases"
+fi
 if [[ -n "$dumpf" ]]; then
     python3 "$RNVME_REPO/benches/tb_profile.py" --dump "$dumpf" --system-map "$smap" --log "$logf" \
         --info "$dumpf.info" || rc=1

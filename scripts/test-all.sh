@@ -43,12 +43,16 @@ stage "bounded fuzz runs" scripts/fuzz.sh "${RNVME_FUZZ_SECONDS:-30}"
 # host-side profile of `scripts/profile-fio.sh --host-perf`, the fio matrix's paired-round
 # ratios and confidence intervals (benches/plot_fio.py), and of `scripts/profile-fio.sh
 # --timeline` the per-I/O intervals at QD1 (benches/qemu_timeline.py), the submission batches
-# (benches/qemu_batches.py) and the host scheduler's view of their stalls (benches/qemu_sched.py).
+# (benches/qemu_batches.py) and the host scheduler's view of their stalls (benches/qemu_sched.py);
+# of `scripts/profile-fio.sh --phases` the phase table (benches/phases.py) and the timers it
+# inserts into the C driver (benches/c_nvme_phases.py).
 stage "host profile analysis self-test" benches/host_profile_selftest.sh
 stage "fio matrix statistics self-test" benches/plot_fio_selftest.sh
 stage "QEMU QD1 timeline analysis self-test" python3 benches/qemu_timeline.py --self-test
 stage "QEMU batch analysis self-test" python3 benches/qemu_batches.py --self-test
 stage "QEMU main-loop scheduling analysis self-test" python3 benches/qemu_sched.py --self-test
+stage "phase timer analysis self-test" python3 benches/phases.py --self-test
+stage "C driver phase timer edits self-test" python3 benches/c_nvme_phases.py --self-test
 if [ "${RNVME_SKIP_QEMU:-0}" != 1 ]; then
     # The instruction-count profiler of `scripts/profile-fio.sh --insns`: the QEMU plugin builds
     # and counts in QEMU, and its analysis gives the hand-computed figures (seconds).
@@ -58,6 +62,12 @@ if [ "${RNVME_SKIP_QEMU:-0}" != 1 ]; then
     lintdir=$(mktemp -d "${TMPDIR:-/tmp}/rnvme-lint.XXXXXX")
     stage "module build with kernel lints (CLIPPY=1)" \
         env RNVME_MODULE_BUILD_DIR="$lintdir" scripts/build-module.sh normal CLIPPY=1
+    rm -rf "$lintdir"
+    # The phase timers of `scripts/profile-fio.sh --phases` are compiled out of the driver that
+    # is tested; built in, under the same lints, so they do not rot.
+    lintdir=$(mktemp -d "${TMPDIR:-/tmp}/rnvme-lint.XXXXXX")
+    stage "module build with phase timers (RNVME_PHASES=1, CLIPPY=1)" \
+        env RNVME_MODULE_BUILD_DIR="$lintdir" scripts/build-module.sh normal CLIPPY=1 RNVME_PHASES=1
     rm -rf "$lintdir"
     stage "QEMU tests (normal and debug kernels, harness self-test)" \
         env RNVME_SKIP_SETUP=1 RNVME_PROOF_DEBUG="${RNVME_PROOF_DEBUG:-1}" scripts/test-qemu.sh

@@ -310,6 +310,7 @@ impl Controller {
                 sgl_threshold: params.sgl_threshold,
                 batch_stats: crate::batch_stats::BatchStats::new(instance.0)?,
                 premap_stats: crate::passthru::PremapStats::new(instance.0)?,
+                phases: crate::phases::Phases::new(instance.0)?,
             },
             GFP_KERNEL,
         )?;

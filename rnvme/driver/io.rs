@@ -28,6 +28,7 @@ use crate::{
     admin::Admin,
     batch_stats::{BatchStats, Counter},
     dptr::{self, ListPages, PrpStats},
+    phases::{Phase, Stamp},
     queue::{Done, Queue, SubmitError},
     ratelimit::warn_limited,
 };
@@ -120,6 +121,9 @@ pub(crate) struct IoData {
     /// Passthrough premap and submit-path counters (debugfs `rnvme/rnvme<C>/premap`; here so
     /// `queue_rq` can add its part of a passthrough command's submit time).
     pub(crate) premap_stats: Arc<crate::passthru::PremapStats>,
+    /// Phase timers (debugfs `rnvme/rnvme<C>/phases`; empty unless built with
+    /// `RNVME_PHASES=1`).
+    pub(crate) phases: crate::phases::Phases,
 }
 
 /// Per-request state the completion and timeout paths share.
@@ -586,16 +590,21 @@ impl Operations for IoOps {
         mut rq: OwnedRequest<Self>,
         last: bool,
     ) -> Result<(), BlkStatus> {
+        let stamp = Stamp::now();
         if data.admin.is_dead() {
             return Err(BlkStatus::IOERR);
         }
         let q = data.queues.get(hctx_idx as usize).ok_or(BlkStatus::IOERR)?;
         let tag = Self::prep(data, &mut rq)?;
         rq.start();
+        let sq = Stamp::now();
         let pushed = match rq.owned_mut().as_mut().and_then(IoOwned::take_cmd) {
             Some(cmd) => q.submit(tag, cmd, last),
             None => Err(SubmitError::Cid),
         };
+        data.phases.end(Phase::Sq, sq);
+        data.phases.end(Phase::QueueRq, stamp);
+        data.phases.queue_rq_call();
         if let Err(e) = pushed {
             // Not submitted: release the mappings before blk-mq ends or requeues it.
             *rq.owned_mut() = None;
@@ -805,6 +814,7 @@ impl Handler for QueueIrq {
             }
         }
         let start = tsc();
+        let stamp = Stamp::now();
         // `nvme_irq()`: the requests completed here are ended together when `batch` drops,
         // after the queue's lock was released.
         let mut batch = LocalCompBatch::new();
@@ -817,6 +827,8 @@ impl Handler for QueueIrq {
         );
         drop(batch);
         data.batch_stats.irq_handled(tsc().wrapping_sub(start));
+        data.phases.end(Phase::Irq, stamp);
+        data.phases.irq_call();
         IrqReturn::Handled
     }
 }

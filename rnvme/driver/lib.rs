@@ -34,6 +34,7 @@ mod ctrl;
 mod dptr;
 mod io;
 mod passthru;
+mod phases;
 mod queue;
 mod ratelimit;
 mod regs;

@@ -35,6 +35,7 @@ use super::{
 use crate::{
     dptr::{self, ListPages},
     io::{prep_status, IoData, IoOps, RqOwned},
+    phases::{Phase, Stamp},
 };
 
 /// The passthrough part of a request's shared PDU: the command to send, then its completion.
@@ -253,7 +254,8 @@ fn end_value(pt: &RqPassthru, blk: BlkStatus) -> (i32, u64) {
 
 /// Allocates, maps and fills the request of user I/O command `cmd` on namespace `ns`; for an
 /// io_uring command on a registered buffer, the premapped tag its data is in (then nothing is
-/// mapped).
+/// mapped). For an io_uring command, the allocation and the data phases from `stamp` are
+/// timed (`crate::phases`); returned: the end of the data phase.
 fn build(
     inner: &Inner,
     files: &Registry,
@@ -261,7 +263,8 @@ fn build(
     cmd: &UserCmd,
     entry: &SubmissionEntry,
     uring: Option<(&UringCmd<'_>, &PtFile)>,
-) -> Result<(UserRequest<IoOps>, Option<Arc<Tag>>)> {
+    stamp: Stamp,
+) -> Result<(UserRequest<IoOps>, Option<Arc<Tag>>, Stamp)> {
     if cmd.has_data() && cmd.metadata != 0 && cmd.metadata_len != 0 {
         // rnvme namespaces have no metadata (`nvme_map_user_request()`: no integrity).
         return Err(EINVAL);
@@ -274,6 +277,11 @@ fn build(
         UserRequest::<IoOps>::alloc(&ns.disk, cmd.is_write(), nowait, polled, uring.is_some())
     }?;
     rq.request().shared().pt.set_cmd(entry);
+    let phases = &inner.io.phases;
+    let stamp = match uring {
+        Some(_) => phases.end(Phase::Alloc, stamp),
+        None => stamp,
+    };
     // Only a request asked for polled can be on a poll queue.
     if polled && rq.request().is_poll() {
         inner.stats.add(Counter::IoPolled, 1);
@@ -325,7 +333,11 @@ fn build(
     if cmd.timeout_ms != 0 {
         rq.set_timeout_ms(cmd.timeout_ms);
     }
-    Ok((rq, tag))
+    let stamp = match uring {
+        Some(_) => phases.end(Phase::Data, stamp),
+        None => stamp,
+    };
+    Ok((rq, tag, stamp))
 }
 
 /// Runs user I/O command `cmd` (checked, built as `entry`) on `ns` and waits for it; returns
@@ -337,7 +349,7 @@ pub(super) fn exec(
     cmd: &UserCmd,
     entry: &SubmissionEntry,
 ) -> Result<(i32, u64)> {
-    let (rq, tag) = build(inner, files, ns, cmd, entry, None)?;
+    let (rq, tag, _) = build(inner, files, ns, cmd, entry, None, Stamp::now())?;
     if let Some(t) = tag {
         attach(&rq, t, cmd);
     }
@@ -357,7 +369,7 @@ fn attach(rq: &UserRequest<IoOps>, t: Arc<Tag>, cmd: &UserCmd) {
 }
 
 /// Issues user I/O command `cmd` for io_uring command `u` on `file`; it completes through
-/// `io_uring_cmd_done()`.
+/// `io_uring_cmd_done()`. `stamp`: the end of the command's entry phase (`crate::phases`).
 pub(super) fn issue(
     inner: &Inner,
     file: &PtFile,
@@ -365,9 +377,11 @@ pub(super) fn issue(
     cmd: &UserCmd,
     entry: &SubmissionEntry,
     u: &UringCmd<'_>,
+    stamp: Stamp,
 ) -> Result<Issued> {
     let start = tsc();
-    let (rq, tag) = build(inner, &file.shared.files, ns, cmd, entry, Some((u, file)))?;
+    let (rq, tag, stamp) =
+        build(inner, &file.shared.files, ns, cmd, entry, Some((u, file)), stamp)?;
     if let Some(t) = tag {
         attach(&rq, t, cmd);
     }
@@ -381,5 +395,8 @@ pub(super) fn issue(
             .submit_cycles
             .store(cycles.saturating_add(1), Ordering::Relaxed);
     }
-    Ok(rq.execute_uring(u))
+    let issued = rq.execute_uring(u);
+    inner.io.phases.end(Phase::Exec, stamp);
+    inner.io.phases.io();
+    Ok(issued)
 }

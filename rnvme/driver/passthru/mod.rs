@@ -35,7 +35,10 @@ use nvme::{
     URING_CMD_SIZE,
 };
 
-use crate::io::{IoData, IoOps};
+use crate::{
+    io::{IoData, IoOps},
+    phases::{Phase, Stamp},
+};
 use gate::Gate;
 use premap::{FileTags, Registry, Stats};
 
@@ -341,6 +344,7 @@ impl FileOps for DevFile {
     }
 
     fn uring_cmd(&self, file: &PtFile, u: &UringCmd<'_>, write: bool) -> Result<Issued> {
+        let stamp = Stamp::now();
         // The 72-byte command needs 128-byte SQEs (`nvme_ns_uring_cmd()`).
         if !u.sqe128() {
             return Err(eopnotsupp());
@@ -370,6 +374,7 @@ impl FileOps for DevFile {
         }
         let ns = self.ns(&inner)?.ok_or(ENOTTY)?;
         let entry = self.check(&inner, &cmd, &Target::Io(ns), write)?;
-        io_cmd::issue(&inner, file, ns, &cmd, &entry, u)
+        let stamp = inner.io.phases.end(Phase::Entry, stamp);
+        io_cmd::issue(&inner, file, ns, &cmd, &entry, u, stamp)
     }
 }

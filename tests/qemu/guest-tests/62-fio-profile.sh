@@ -48,6 +48,8 @@ dc=$(nvme_wait_disks "$bc" 1 30 | cut -d' ' -f1)
 dr=$(nvme_wait_disks "$br" 1 30 | cut -d' ' -f1)
 [ -n "$dc" ] && [ -n "$dr" ] || { fail "fio-profile-disks"; exit 1; }
 dmesg | grep -E 'rnvme.*queues of depth' | tail -n 2
+# The time-stamp counter's rate, for the phase timers' cycles (the guest's TSC is the host's).
+echo "fio-profile-tsc-khz $(awk -F': ' '/^cpu MHz/ { printf "%d", $2 * 1000; exit }' /proc/cpuinfo)"
 echo 0 > /proc/sys/kernel/kptr_restrict
 echo -1 > /proc/sys/kernel/perf_event_paranoid
 smarks=0
@@ -141,6 +143,14 @@ for w in $(echo "$wls" | tr , ' '); do
                 [ -r "$f" ] && echo "fio-profile-batch $wl $(tr '\n' ' ' < "$f")"
             done
         fi
+        # Phase timers (profile-fio.sh --phases): the timed builds' cumulative cycles, the C
+        # driver's in module parameters, rnvme's per controller in debugfs.
+        if [ -r /sys/module/nvme_core/parameters/phase_ios ]; then
+            echo "fio-profile-phases $wl dev=$side c $(for f in /sys/module/nvme_core/parameters/phase_* /sys/module/nvme/parameters/phase_*; do printf '%s %s ' "${f##*/}" "$(cat "$f")"; done)"
+        fi
+        for f in /sys/kernel/debug/rnvme/rnvme*/phases; do
+            [ -r "$f" ] && echo "fio-profile-phases $wl dev=$side rnvme $(tr '\n' ' ' < "$f")"
+        done
         ios=$(awk -F';' '$1 == 3 { print $6 + $47 }' /tmp/prof.out)
         case "$2" in *k) ios=$((ios / ${2%k})) ;; *) ios=$((ios * 1024 / $2)) ;; esac
         # fio's own view of the run (terse v3, read side): mean submission, completion and

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Phase timers of the passthrough submit path and the I/O interrupt handler, for comparing
+//! rnvme's per-I/O time with the C driver's phase by phase (`scripts/profile-fio.sh
+//! --phases`, which also builds the C driver with the same timers).
+//!
+//! Built in only with `RNVME_PHASES=1` (`scripts/build-module.sh ... RNVME_PHASES=1`, which
+//! passes `--cfg rnvme_phases`): then each phase's time-stamp counter cycles are summed per CPU
+//! in debugfs `rnvme/rnvme<C>/phases`, in cycles (the guest's TSC is the host's under TCG).
+//! Otherwise [`Phases`] and [`Stamp`] are empty and every call compiles to nothing, so the
+//! driver that is measured and shipped has no timer on its I/O path.
+//!
+//! The phases, for an io_uring I/O command with data, and where the C driver's timers sit
+//! (`nvme_ns_uring_cmd()` / `nvme_uring_cmd_io()` in `drivers/nvme/host/ioctl.c`, `nvme_irq()`
+//! in `drivers/nvme/host/pci.c`):
+//!
+//! | phase | rnvme | C driver |
+//! |---|---|---|
+//! | `entry` | `uring_cmd` to its command checked | `nvme_ns_uring_cmd()` to before the request allocation |
+//! | `alloc` | request allocated, command stored in the PDU | `nvme_alloc_user_request()` |
+//! | `data` | premapped tag found and checked, or the user buffer mapped | `nvme_map_user_request()` |
+//! | `exec` | `blk_execute_rq_nowait()`: blk-mq, `queue_rq`, the doorbell | the same call |
+//! | `irq` | the I/O queue's interrupt handler, per call | `nvme_irq()` |
+//! | `queue_rq` | `queue_rq`, per call (part of `exec` for these commands) | `nvme_queue_rq()` |
+//! | `sq` | writing the command into the ring and ringing the doorbell, per call | `nvme_queue_rq()`'s `sq_lock` section |
+
+use kernel::{c_str, str::CStr};
+
+/// One phase (the counters of debugfs `phases`, in this order).
+#[derive(Clone, Copy)]
+#[cfg_attr(not(rnvme_phases), allow(dead_code))]
+pub(crate) enum Phase {
+    /// Entry to the checked command.
+    Entry,
+    /// Request allocation.
+    Alloc,
+    /// Data: tag lookup or user mapping.
+    Data,
+    /// Execution through `queue_rq` and the doorbell.
+    Exec,
+    /// Interrupt handler calls, summed.
+    Irq,
+    /// `queue_rq` calls, summed.
+    QueueRq,
+    /// The ring write and doorbell of `queue_rq`, summed.
+    Sq,
+}
+
+/// The counter names: one per [`Phase`] (cycles), then the I/O commands and the handler calls
+/// counted.
+#[cfg_attr(not(rnvme_phases), allow(dead_code))]
+const NAMES: [&CStr; 10] = [
+    c_str!("entry_cycles"),
+    c_str!("alloc_cycles"),
+    c_str!("data_cycles"),
+    c_str!("exec_cycles"),
+    c_str!("irq_cycles"),
+    c_str!("queue_rq_cycles"),
+    c_str!("sq_cycles"),
+    c_str!("ios"),
+    c_str!("irq_calls"),
+    c_str!("queue_rq_calls"),
+];
+
+#[cfg(rnvme_phases)]
+mod imp {
+    use super::{Phase, NAMES};
+    use kernel::prelude::*;
+    use kernel_glue::{debugfs::DebugCounters, time::tsc};
+
+    /// A point in time (the time-stamp counter).
+    pub(crate) struct Stamp(u64);
+
+    impl Stamp {
+        /// Now.
+        #[inline(always)]
+        pub(crate) fn now() -> Self {
+            Self(tsc())
+        }
+    }
+
+    /// The phase counters of one controller.
+    pub(crate) struct Phases(DebugCounters);
+
+    impl Phases {
+        /// Creates debugfs `rnvme/rnvme<instance>/phases`.
+        pub(crate) fn new(instance: u32) -> Result<Self> {
+            Ok(Self(DebugCounters::new(
+                format_args!("rnvme{}", instance),
+                kernel::c_str!("phases"),
+                &NAMES,
+            )?))
+        }
+
+        /// Adds the cycles since `s` to `p`; returns now, the start of the next phase.
+        #[inline(always)]
+        pub(crate) fn end(&self, p: Phase, s: Stamp) -> Stamp {
+            let now = Stamp::now();
+            self.0
+                .add(p as usize, now.0.wrapping_sub(s.0) as i64);
+            now
+        }
+
+        /// Counts one timed I/O command.
+        #[inline(always)]
+        pub(crate) fn io(&self) {
+            self.0.add(NAMES.len() - 3, 1);
+        }
+
+        /// Counts one interrupt handler call.
+        #[inline(always)]
+        pub(crate) fn irq_call(&self) {
+            self.0.add(NAMES.len() - 2, 1);
+        }
+
+        /// Counts one `queue_rq` call.
+        #[inline(always)]
+        pub(crate) fn queue_rq_call(&self) {
+            self.0.add(NAMES.len() - 1, 1);
+        }
+    }
+}
+
+#[cfg(not(rnvme_phases))]
+mod imp {
+    use super::Phase;
+    use kernel::prelude::*;
+
+    /// Nothing: phase timers are not built in.
+    pub(crate) struct Stamp;
+
+    impl Stamp {
+        /// Nothing.
+        #[inline(always)]
+        pub(crate) fn now() -> Self {
+            Self
+        }
+    }
+
+    /// Nothing: phase timers are not built in.
+    pub(crate) struct Phases;
+
+    impl Phases {
+        /// Nothing to create.
+        pub(crate) fn new(_instance: u32) -> Result<Self> {
+            Ok(Self)
+        }
+
+        /// Nothing.
+        #[inline(always)]
+        pub(crate) fn end(&self, _p: Phase, _s: Stamp) -> Stamp {
+            Stamp
+        }
+
+        /// Nothing.
+        #[inline(always)]
+        pub(crate) fn io(&self) {}
+
+        /// Nothing.
+        #[inline(always)]
+        pub(crate) fn irq_call(&self) {}
+
+        /// Nothing.
+        #[inline(always)]
+        pub(crate) fn queue_rq_call(&self) {}
+    }
+}
+
+pub(crate) use imp::{Phases, Stamp};
