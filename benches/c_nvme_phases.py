@@ -13,7 +13,9 @@ read-only module parameters:
              execution), phase_exec (blk_execute_rq_nowait()), phase_ios (commands timed)
   nvme:      phase_irq_cycles (nvme_irq(), summed over calls), phase_irq_calls,
              phase_queue_rq_cycles (nvme_queue_rq(), summed), phase_queue_rq_calls,
-             phase_sq_cycles (nvme_queue_rq()'s section under sq_lock: ring write, doorbell)
+             phase_sq_cycles (nvme_queue_rq()'s section under sq_lock: ring write, doorbell),
+             phase_doorbell_cycles and phase_doorbell_writes (the MMIO SQ tail doorbell writes
+             of nvme_write_sq_db(), summed, and their number)
 
 Each timer goes in next to a statement found by its text; a statement not found exactly once
 fails the edit, so a kernel whose driver changed is not timed wrongly. Only lines of our own are
@@ -47,11 +49,14 @@ PCI_DECLS = r"""
 #include <linux/moduleparam.h>
 static unsigned long phase_irq_cycles, phase_irq_calls;
 static unsigned long phase_queue_rq_cycles, phase_queue_rq_calls, phase_sq_cycles;
+static unsigned long phase_doorbell_cycles, phase_doorbell_writes;
 module_param(phase_irq_cycles, ulong, 0444);
 module_param(phase_irq_calls, ulong, 0444);
 module_param(phase_queue_rq_cycles, ulong, 0444);
 module_param(phase_queue_rq_calls, ulong, 0444);
 module_param(phase_sq_cycles, ulong, 0444);
+module_param(phase_doorbell_cycles, ulong, 0444);
+module_param(phase_doorbell_writes, ulong, 0444);
 """
 
 # (file, anchor, text inserted before it, text inserted after it)
@@ -118,10 +123,19 @@ SQ_SECTION = ("\tspin_lock(&nvmeq->sq_lock);\n\tnvme_sq_copy_cmd(nvmeq, &iod->cm
               "\tnvme_write_sq_db(nvmeq, bd->last);\n\tspin_unlock(&nvmeq->sq_lock);\n")
 
 
+DOORBELL = "\t\twritel(nvmeq->sq_tail, nvmeq->q_db);\n"
+
+
 def edit_pci(text):
     """nvme_irq() and nvme_queue_rq() wrapped by timed functions; nvme_queue_rq()'s ring write
-    and doorbell timed in place."""
+    and doorbell, and the MMIO doorbell write itself, timed in place."""
     text = insert_after_includes(text, PCI_DECLS)
+    i = once(text, DOORBELL, "pci.c")
+    timed = ("\t{\n\t\tu64 t_db = rdtsc();\n\n" + DOORBELL +
+             "\t\t__atomic_fetch_add(&phase_doorbell_cycles, (unsigned long)(rdtsc() - t_db), "
+             "__ATOMIC_RELAXED);\n"
+             "\t\t__atomic_fetch_add(&phase_doorbell_writes, 1, __ATOMIC_RELAXED);\n\t}\n")
+    text = text[:i] + timed + text[i + len(DOORBELL):]
     text = wrap(text, "nvme_irq", "irqreturn_t", "int irq, void *data", "irq, data",
                 "phase_irq_cycles", "phase_irq_calls")
     text = wrap(text, "nvme_queue_rq", "blk_status_t",
@@ -159,7 +173,8 @@ def self_test():
              "phase_end(&phase_exec);", "&phase_ios, 1", "return -EIOCBQUEUED;"]
     pos = [out.index(s) for s in order]
     assert pos == sorted(pos), (pos, out)
-    pci = ("#include <c.h>\nstatic irqreturn_t nvme_irq(int irq, void *data)\n{\n"
+    pci = ("#include <c.h>\nstatic void db(void)\n{\n\tif (x)\n" + DOORBELL + "}\n"
+           "static irqreturn_t nvme_irq(int irq, void *data)\n{\n"
            "\treturn IRQ_NONE;\n}\n"
            "static blk_status_t nvme_queue_rq(struct blk_mq_hw_ctx *hctx,\n"
            "\t\t\t const struct blk_mq_queue_data *bd)\n{\n\tprep();\n" + SQ_SECTION +
@@ -172,6 +187,11 @@ def self_test():
     order = ["nvme_queue_rq_untimed(struct", "prep();", "u64 t_sq = rdtsc();", "spin_lock(",
              "nvme_write_sq_db", "spin_unlock(", "&phase_sq_cycles", "return BLK_STS_OK;"]
     pos = [out.index(x, out.index("static blk_status_t nvme_queue_rq_untimed(struct blk_mq_hw_ctx *hctx,\n\t\t\t const struct blk_mq_queue_data *bd)\n{")) for x in order]
+    assert pos == sorted(pos), pos
+    # The doorbell write, braced under its if, timed and counted.
+    order = ["\tif (x)\n\t{", "u64 t_db = rdtsc();", "writel(nvmeq->sq_tail", "&phase_doorbell_cycles",
+             "&phase_doorbell_writes, 1", "\t}\n}"]
+    pos = [out.index(x) for x in order]
     assert pos == sorted(pos), pos
     # A missing or repeated anchor fails.
     for bad in (ioctl.replace("blk_execute_rq_nowait", "x"), ioctl + ioctl):

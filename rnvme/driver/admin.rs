@@ -424,7 +424,7 @@ impl Session<'_> {
         *r.slot.lock() = None;
         r.event.reinit();
         a.count(Counter::Commands);
-        r.q.submit(0, &mut cmd, true).map_err(|_| EBUSY)?;
+        r.q.submit(0, &mut cmd, true, &crate::phases::Phases::none()).map_err(|_| EBUSY)?;
         let mut waited = 0u32;
         while waited < timeout_ms {
             let step = if a.irq.load(Ordering::Acquire) {

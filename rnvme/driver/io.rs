@@ -599,7 +599,7 @@ impl Operations for IoOps {
         rq.start();
         let sq = Stamp::now();
         let pushed = match rq.owned_mut().as_mut().and_then(IoOwned::take_cmd) {
-            Some(cmd) => q.submit(tag, cmd, last),
+            Some(cmd) => q.submit(tag, cmd, last, &data.phases),
             None => Err(SubmitError::Cid),
         };
         data.phases.end(Phase::Sq, sq);

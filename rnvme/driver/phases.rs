@@ -23,6 +23,7 @@
 //! | `irq` | the I/O queue's interrupt handler, per call | `nvme_irq()` |
 //! | `queue_rq` | `queue_rq`, per call (part of `exec` for these commands) | `nvme_queue_rq()` |
 //! | `sq` | writing the command into the ring and ringing the doorbell, per call | `nvme_queue_rq()`'s `sq_lock` section |
+//! | `doorbell` | one MMIO SQ tail doorbell write of `queue_rq`, per write | the `writel()` of `nvme_write_sq_db()` |
 
 use kernel::{c_str, str::CStr};
 
@@ -44,12 +45,14 @@ pub(crate) enum Phase {
     QueueRq,
     /// The ring write and doorbell of `queue_rq`, summed.
     Sq,
+    /// The MMIO SQ tail doorbell writes of `queue_rq`, summed.
+    Doorbell,
 }
 
 /// The counter names: one per [`Phase`] (cycles), then the I/O commands and the handler calls
 /// counted.
 #[cfg_attr(not(rnvme_phases), allow(dead_code))]
-const NAMES: [&CStr; 10] = [
+const NAMES: [&CStr; 12] = [
     c_str!("entry_cycles"),
     c_str!("alloc_cycles"),
     c_str!("data_cycles"),
@@ -57,9 +60,11 @@ const NAMES: [&CStr; 10] = [
     c_str!("irq_cycles"),
     c_str!("queue_rq_cycles"),
     c_str!("sq_cycles"),
+    c_str!("doorbell_cycles"),
     c_str!("ios"),
     c_str!("irq_calls"),
     c_str!("queue_rq_calls"),
+    c_str!("doorbell_writes"),
 ];
 
 #[cfg(rnvme_phases)]
@@ -79,44 +84,62 @@ mod imp {
         }
     }
 
-    /// The phase counters of one controller.
-    pub(crate) struct Phases(DebugCounters);
+    /// The phase counters of one controller (none: nothing counted, e.g. the admin queue's).
+    pub(crate) struct Phases(Option<DebugCounters>);
 
     impl Phases {
         /// Creates debugfs `rnvme/rnvme<instance>/phases`.
         pub(crate) fn new(instance: u32) -> Result<Self> {
-            Ok(Self(DebugCounters::new(
+            Ok(Self(Some(DebugCounters::new(
                 format_args!("rnvme{}", instance),
                 kernel::c_str!("phases"),
                 &NAMES,
-            )?))
+            )?)))
+        }
+
+        /// Counters that count nothing.
+        pub(crate) const fn none() -> Self {
+            Self(None)
+        }
+
+        /// Adds `v` to counter `i`.
+        #[inline(always)]
+        fn add(&self, i: usize, v: i64) {
+            if let Some(c) = &self.0 {
+                c.add(i, v);
+            }
         }
 
         /// Adds the cycles since `s` to `p`; returns now, the start of the next phase.
         #[inline(always)]
         pub(crate) fn end(&self, p: Phase, s: Stamp) -> Stamp {
             let now = Stamp::now();
-            self.0
-                .add(p as usize, now.0.wrapping_sub(s.0) as i64);
+            self.add(p as usize, now.0.wrapping_sub(s.0) as i64);
             now
         }
 
         /// Counts one timed I/O command.
         #[inline(always)]
         pub(crate) fn io(&self) {
-            self.0.add(NAMES.len() - 3, 1);
+            self.add(NAMES.len() - 4, 1);
         }
 
         /// Counts one interrupt handler call.
         #[inline(always)]
         pub(crate) fn irq_call(&self) {
-            self.0.add(NAMES.len() - 2, 1);
+            self.add(NAMES.len() - 3, 1);
         }
 
         /// Counts one `queue_rq` call.
         #[inline(always)]
         pub(crate) fn queue_rq_call(&self) {
-            self.0.add(NAMES.len() - 1, 1);
+            self.add(NAMES.len() - 2, 1);
+        }
+
+        /// Counts one MMIO doorbell write.
+        #[inline(always)]
+        pub(crate) fn doorbell_write(&self) {
+            self.add(NAMES.len() - 1, 1);
         }
     }
 }
@@ -147,6 +170,11 @@ mod imp {
         }
 
         /// Nothing.
+        pub(crate) const fn none() -> Self {
+            Self
+        }
+
+        /// Nothing.
         #[inline(always)]
         pub(crate) fn end(&self, _p: Phase, _s: Stamp) -> Stamp {
             Stamp
@@ -163,6 +191,10 @@ mod imp {
         /// Nothing.
         #[inline(always)]
         pub(crate) fn queue_rq_call(&self) {}
+
+        /// Nothing.
+        #[inline(always)]
+        pub(crate) fn doorbell_write(&self) {}
     }
 }
 

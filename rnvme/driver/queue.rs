@@ -18,7 +18,10 @@ use core::sync::atomic::{compiler_fence, fence, AtomicU16, Ordering};
 
 use kernel::{prelude::*, sync::Arc};
 
-use crate::ratelimit::warn_limited;
+use crate::{
+    phases::{Phase, Phases, Stamp},
+    ratelimit::warn_limited,
+};
 use kernel_glue::{
     dma::CoherentAllocation,
     io::Bar,
@@ -395,17 +398,19 @@ impl Queue {
     }
 
     /// Submits `cmd` for blk-mq tag `tag` (command id from the tag and its next generation);
-    /// rings the doorbell when `last` (else [`Queue::commit`] must follow).
+    /// rings the doorbell when `last` (else [`Queue::commit`] must follow), an MMIO write
+    /// timed in `phases`.
     pub(crate) fn submit(
         &self,
         tag: u16,
         cmd: &mut SubmissionEntry,
         last: bool,
+        phases: &Phases,
     ) -> Result<(), SubmitError> {
         let mut s = self.sq_lock.lock();
         self.push(&mut s, tag, cmd)?;
         if last {
-            self.ring_sq(&mut s);
+            self.ring_sq(&mut s, phases);
         }
         Ok(())
     }
@@ -443,13 +448,14 @@ impl Queue {
 
     /// Rings the submission doorbell for entries pushed without `last`.
     pub(crate) fn commit(&self) {
-        self.ring_sq(&mut self.sq_lock.lock());
+        self.ring_sq(&mut self.sq_lock.lock(), &Phases::none());
     }
 
     /// Publishes the entries pushed since the last call: the tail for the completion path,
-    /// then the shadow doorbell and, if the controller needs it, the MMIO doorbell.
+    /// then the shadow doorbell and, if the controller needs it, the MMIO doorbell (its write
+    /// timed in `phases`).
     #[inline(always)]
-    fn ring_sq(&self, s: &mut SqSide) {
+    fn ring_sq(&self, s: &mut SqSide, phases: &Phases) {
         let Some(tail) = s.sq.commit() else {
             return;
         };
@@ -458,7 +464,10 @@ impl Queue {
         // With shadow doorbells the MMIO write is needed only when the controller asked.
         if s.shadow.as_mut().map_or(true, |sh| sh.update(tail as u16)) {
             // `writel` orders the entries (coherent memory) before the doorbell.
+            let t = Stamp::now();
             let _ = self.bar.write32(self.sq_db, tail);
+            phases.end(Phase::Doorbell, t);
+            phases.doorbell_write();
         }
     }
 
@@ -573,7 +582,7 @@ impl SqBatch<'_> {
 impl Drop for SqBatch<'_> {
     fn drop(&mut self) {
         if self.pushed > 0 {
-            self.q.ring_sq(&mut self.s);
+            self.q.ring_sq(&mut self.s, &Phases::none());
         }
     }
 }
