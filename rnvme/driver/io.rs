@@ -504,7 +504,7 @@ impl IoOps {
             }
             return 0;
         };
-        let mut batch = q.batch();
+        let mut batch = q.batch(&data.phases);
         while let Some(mut rq) = submit.pop() {
             let tag = rq.tag().and_then(|t| u16::try_from(t).ok());
             let cmd = rq.owned_mut().as_mut().and_then(IoOwned::take_cmd);

@@ -23,7 +23,7 @@
 //! | `irq` | the I/O queue's interrupt handler, per call | `nvme_irq()` |
 //! | `queue_rq` | `queue_rq`, per call (part of `exec` for these commands) | `nvme_queue_rq()` |
 //! | `sq` | writing the command into the ring and ringing the doorbell, per call | `nvme_queue_rq()`'s `sq_lock` section |
-//! | `doorbell` | one MMIO SQ tail doorbell write of `queue_rq`, per write | the `writel()` of `nvme_write_sq_db()` |
+//! | `doorbell` | one MMIO SQ tail doorbell write of `queue_rq` or `queue_rqs`, per write | the `writel()` of `nvme_write_sq_db()` |
 
 use kernel::{c_str, str::CStr};
 
@@ -45,7 +45,7 @@ pub(crate) enum Phase {
     QueueRq,
     /// The ring write and doorbell of `queue_rq`, summed.
     Sq,
-    /// The MMIO SQ tail doorbell writes of `queue_rq`, summed.
+    /// The MMIO SQ tail doorbell writes of `queue_rq` and `queue_rqs`, summed.
     Doorbell,
 }
 

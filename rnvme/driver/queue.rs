@@ -437,12 +437,17 @@ impl Queue {
     }
 
     /// Starts a batch of submissions (`nvme_submit_cmds()`): the submission lock stays held
-    /// until the batch drops, which rings the doorbell once for all its commands.
-    pub(crate) fn batch(&self) -> SqBatch<'_> {
+    /// until the batch drops, which rings the doorbell once for all its commands (an MMIO
+    /// write timed in `phases`).
+    pub(crate) fn batch<'a>(&'a self, phases: &'a Phases) -> SqBatch<'a> {
+        #[cfg(not(rnvme_phases))]
+        let _ = phases;
         SqBatch {
             q: self,
             s: self.sq_lock.lock(),
             pushed: 0,
+            #[cfg(rnvme_phases)]
+            phases,
         }
     }
 
@@ -561,6 +566,10 @@ pub(crate) struct SqBatch<'a> {
     /// Released after `drop` wrote the doorbell.
     s: SpinLockGuard<'a, SqSide>,
     pushed: u32,
+    /// Times the doorbell's MMIO write (`crate::phases`; only in a build with the timers, so
+    /// the batch of every other build is what it was without them).
+    #[cfg(rnvme_phases)]
+    phases: &'a Phases,
 }
 
 impl SqBatch<'_> {
@@ -582,7 +591,11 @@ impl SqBatch<'_> {
 impl Drop for SqBatch<'_> {
     fn drop(&mut self) {
         if self.pushed > 0 {
-            self.q.ring_sq(&mut self.s, &Phases::none());
+            #[cfg(rnvme_phases)]
+            let phases = self.phases;
+            #[cfg(not(rnvme_phases))]
+            let phases = &Phases::none();
+            self.q.ring_sq(&mut self.s, phases);
         }
     }
 }
