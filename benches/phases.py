@@ -15,6 +15,12 @@ driver that ran are differenced against its previous line, and printed as
       irq <ns>/io <ns>/call irqs/io <x> queue_rq <ns>/call sq <ns>/call doorbell <ns>/write \
       writes/call <x>
 
+or, for a run without passthrough commands (block I/O), only the interrupt handler per call and
+the doorbell per write, with their counts:
+
+  fio-phases <workload> dev=<d> no passthrough I/O: irq <ns>/call calls <n> doorbell <ns>/write \
+      writes <n>
+
 (ns per timed I/O command; submit = the four phases; irq per I/O and per handler call; irqs/io
 the handler calls per I/O command; queue_rq and its ring write and doorbell, sq, per call; one
 MMIO SQ tail doorbell write, and the writes per queue_rq call).
@@ -69,7 +75,15 @@ def report(khz, runs):
         last = prev.get(dev, {k: 0 for k in cur})
         d = {k: cur[k] - last[k] for k in cur}
         prev[dev] = cur
-        if d["ios"] <= 0 or not khz:
+        if not khz:
+            continue
+        if d["ios"] <= 0:
+            # No passthrough command (block I/O): the shared phases alone, per call and write.
+            if d["calls"] > 0 or d["dbw"] > 0:
+                per_call = d["irq"] * 1e6 / khz / d["calls"] if d["calls"] else 0.0
+                db = d["db"] * 1e6 / khz / d["dbw"] if d["dbw"] else 0.0
+                out.append(f"fio-phases {wl} dev={dev} no passthrough I/O: irq {per_call:.0f}/call "
+                           f"calls {d['calls']} doorbell {db:.0f}/write writes {d['dbw']}")
             continue
         ns = {k: d[k] * 1e6 / khz / d["ios"] for k in ("entry", "alloc", "data", "exec", "irq")}
         submit = ns["entry"] + ns["alloc"] + ns["data"] + ns["exec"]
@@ -94,6 +108,8 @@ fio-profile-phases wl dev=rnvme rnvme entry_cycles 2000 alloc_cycles 4000 data_c
 fio-profile-phases wl dev=rnvme rnvme entry_cycles 2000 alloc_cycles 4000 data_cycles 6000 exec_cycles 8000 irq_cycles 10000 queue_rq_cycles 3000 sq_cycles 1000 doorbell_cycles 800 ios 1 irq_calls 2 queue_rq_calls 1 doorbell_writes 1
 fio-profile-phases wl dev=nvme c phase_alloc 3000 phase_data 1000 phase_entry 1000 phase_exec 9000 phase_ios 1 phase_irq_calls 1 phase_irq_cycles 5000 phase_queue_rq_calls 1 phase_queue_rq_cycles 4000 phase_sq_cycles 2000 phase_doorbell_cycles 1000 phase_doorbell_writes 1
 fio-profile-phases wl dev=nvme rnvme entry_cycles 2000 alloc_cycles 4000 data_cycles 6000 exec_cycles 8000 irq_cycles 10000 queue_rq_cycles 3000 sq_cycles 1000 doorbell_cycles 800 ios 1 irq_calls 2 queue_rq_calls 1 doorbell_writes 1
+fio-profile-phases blk dev=rnvme rnvme entry_cycles 2000 alloc_cycles 4000 data_cycles 6000 exec_cycles 8000 irq_cycles 10000 queue_rq_cycles 3000 sq_cycles 1000 doorbell_cycles 800 ios 1 irq_calls 2 queue_rq_calls 1 doorbell_writes 1
+fio-profile-phases blk dev=rnvme rnvme entry_cycles 2000 alloc_cycles 4000 data_cycles 6000 exec_cycles 8000 irq_cycles 16000 queue_rq_cycles 3000 sq_cycles 1000 doorbell_cycles 2800 ios 1 irq_calls 4 queue_rq_calls 1 doorbell_writes 2
 fio-profile-phases wl2 dev=nvme c phase_alloc 7000 phase_data 5000 phase_entry 5000 phase_exec 13000 phase_ios 3 phase_irq_calls 5 phase_irq_cycles 13000 phase_queue_rq_calls 3 phase_queue_rq_cycles 8000 phase_sq_cycles 2000 phase_doorbell_cycles 3000 phase_doorbell_writes 2
 """
     khz, runs = parse(log.splitlines())
@@ -107,6 +123,10 @@ fio-profile-phases wl2 dev=nvme c phase_alloc 7000 phase_data 5000 phase_entry 5
         "fio-phases wl dev=nvme ios 1: entry 500 alloc 1500 data 500 exec 4500 submit 7000 "
         "irq 2500/io 2500/call irqs/io 1.000 queue_rq 2000/call sq 1000/call "
         "doorbell 500/write writes/call 1.00",
+        # a block run, its second controller's counters grown: 6000 irq cycles over 2 calls,
+        # 2000 doorbell cycles over 1 write, no passthrough command
+        "fio-phases blk dev=rnvme no passthrough I/O: irq 1500/call calls 2 doorbell 1000/write "
+        "writes 1",
         # the C driver's second run, differenced: 4000 cycles over 2 ios, 8000 over 4 calls
         "fio-phases wl2 dev=nvme ios 2: entry 1000 alloc 1000 data 1000 exec 1000 submit 4000 "
         "irq 2000/io 1000/call irqs/io 2.000 queue_rq 1000/call sq 0/call "
