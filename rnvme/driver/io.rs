@@ -28,7 +28,7 @@ use crate::{
     admin::Admin,
     batch_stats::{BatchStats, Counter},
     dptr::{self, ListPages, PrpStats},
-    phases::{Phase, Stamp},
+    phases::{Count, Phase, Stamp},
     queue::{Done, Queue, SubmitError},
     ratelimit::warn_limited,
 };
@@ -604,7 +604,7 @@ impl Operations for IoOps {
         };
         data.phases.end(Phase::Sq, sq);
         data.phases.end(Phase::QueueRq, stamp);
-        data.phases.queue_rq_call();
+        data.phases.count(Count::QueueRqCall);
         if let Err(e) = pushed {
             // Not submitted: release the mappings before blk-mq ends or requeues it.
             *rq.owned_mut() = None;
@@ -828,7 +828,7 @@ impl Handler for QueueIrq {
         drop(batch);
         data.batch_stats.irq_handled(tsc().wrapping_sub(start));
         data.phases.end(Phase::Irq, stamp);
-        data.phases.irq_call();
+        data.phases.count(Count::IrqCall);
         IrqReturn::Handled
     }
 }

@@ -49,8 +49,21 @@ pub(crate) enum Phase {
     Doorbell,
 }
 
-/// The counter names: one per [`Phase`] (cycles), then the I/O commands and the handler calls
-/// counted.
+/// What [`Phases::count`] counts (after the cycle sums, in this order).
+#[derive(Clone, Copy)]
+#[cfg_attr(not(rnvme_phases), allow(dead_code))]
+pub(crate) enum Count {
+    /// A timed I/O command.
+    Io,
+    /// An interrupt handler call.
+    IrqCall,
+    /// A `queue_rq` call.
+    QueueRqCall,
+    /// An MMIO doorbell write.
+    DoorbellWrite,
+}
+
+/// The counter names: one per [`Phase`] (cycles), then one per [`Count`].
 #[cfg_attr(not(rnvme_phases), allow(dead_code))]
 const NAMES: [&CStr; 12] = [
     c_str!("entry_cycles"),
@@ -69,7 +82,7 @@ const NAMES: [&CStr; 12] = [
 
 #[cfg(rnvme_phases)]
 mod imp {
-    use super::{Phase, NAMES};
+    use super::{Count, Phase, NAMES};
     use kernel::prelude::*;
     use kernel_glue::{debugfs::DebugCounters, time::tsc};
 
@@ -118,35 +131,17 @@ mod imp {
             now
         }
 
-        /// Counts one timed I/O command.
+        /// Counts one `c`.
         #[inline(always)]
-        pub(crate) fn io(&self) {
-            self.add(NAMES.len() - 4, 1);
-        }
-
-        /// Counts one interrupt handler call.
-        #[inline(always)]
-        pub(crate) fn irq_call(&self) {
-            self.add(NAMES.len() - 3, 1);
-        }
-
-        /// Counts one `queue_rq` call.
-        #[inline(always)]
-        pub(crate) fn queue_rq_call(&self) {
-            self.add(NAMES.len() - 2, 1);
-        }
-
-        /// Counts one MMIO doorbell write.
-        #[inline(always)]
-        pub(crate) fn doorbell_write(&self) {
-            self.add(NAMES.len() - 1, 1);
+        pub(crate) fn count(&self, c: Count) {
+            self.add(Phase::Doorbell as usize + 1 + c as usize, 1);
         }
     }
 }
 
 #[cfg(not(rnvme_phases))]
 mod imp {
-    use super::Phase;
+    use super::{Count, Phase};
     use kernel::prelude::*;
 
     /// Nothing: phase timers are not built in.
@@ -182,19 +177,7 @@ mod imp {
 
         /// Nothing.
         #[inline(always)]
-        pub(crate) fn io(&self) {}
-
-        /// Nothing.
-        #[inline(always)]
-        pub(crate) fn irq_call(&self) {}
-
-        /// Nothing.
-        #[inline(always)]
-        pub(crate) fn queue_rq_call(&self) {}
-
-        /// Nothing.
-        #[inline(always)]
-        pub(crate) fn doorbell_write(&self) {}
+        pub(crate) fn count(&self, _c: Count) {}
     }
 }
 

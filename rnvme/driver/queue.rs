@@ -19,7 +19,7 @@ use core::sync::atomic::{compiler_fence, fence, AtomicU16, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
 use crate::{
-    phases::{Phase, Phases, Stamp},
+    phases::{Count, Phase, Phases, Stamp},
     ratelimit::warn_limited,
 };
 use kernel_glue::{
@@ -472,7 +472,7 @@ impl Queue {
             let t = Stamp::now();
             let _ = self.bar.write32(self.sq_db, tail);
             phases.end(Phase::Doorbell, t);
-            phases.doorbell_write();
+            phases.count(Count::DoorbellWrite);
         }
     }
 

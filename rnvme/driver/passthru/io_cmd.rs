@@ -35,7 +35,7 @@ use super::{
 use crate::{
     dptr::{self, ListPages},
     io::{prep_status, IoData, IoOps, RqOwned},
-    phases::{Phase, Stamp},
+    phases::{Count, Phase, Stamp},
 };
 
 /// The passthrough part of a request's shared PDU: the command to send, then its completion.
@@ -397,6 +397,6 @@ pub(super) fn issue(
     }
     let issued = rq.execute_uring(u);
     inner.io.phases.end(Phase::Exec, stamp);
-    inner.io.phases.io();
+    inner.io.phases.count(Count::Io);
     Ok(issued)
 }
