@@ -69,7 +69,9 @@ python3 "$here/../tb_profile.py" --dump "$tmp/dump2.txt" --system-map "$tmp/Syst
     --log "$tmp/guest.log" > "$tmp/out.txt"
 # rnvme: f_a (4*10 + 6*5)/10 = 7, f_b 3*10/10 = 3, m_x 7*20/10 = 14, user 2*50/10 = 10,
 # kernel 24 (modules 14). nvme: f_a 4*5/5 = 4, f_b 2*15/5 = 6, kernel 10.
-expect() { grep -qxF "$1" "$tmp/out.txt" || { cat "$tmp/out.txt" >&2; fail "missing line: $1"; }; }
+# expect_in FILE LINE: FILE has LINE as a whole line (else it is shown and the test fails).
+expect_in() { grep -qxF "$2" "$1" || { cat "$1" >&2; fail "missing line: $2"; }; }
+expect() { expect_in "$tmp/out.txt" "$1"; }
 expect "fio-insns wl dev=rnvme: ios 10, instructions per I/O: kernel 24 (modules 14), user 10"
 expect "fio-insns wl dev=nvme: ios 5, instructions per I/O: kernel 10 (modules 0), user 0"
 expect "fio-insns-sym wl dev=rnvme 14.0 m_x [rnvme]"
@@ -100,7 +102,7 @@ python3 "$here/../tb_profile.py" --dump "$tmp/dump2.txt" --system-map "$tmp/Syst
 # (2*10 + 1*5 + 0 + 3*20)/10 = 8.5; ends call-page 1, jmp-xpage 0.5, irqon 1, ret 2. User:
 # 5 blocks, 10 instructions, 5 memops, 5 indirect. nvme (5 I/Os): ...1000 x5 (call-page 1)
 # and ...2000 with 2 instructions x15 (wrmsr: sys 3): 4 blocks, 10 instructions, memops 2.
-expect2() { grep -qxF "$1" "$tmp/out2.txt" || { cat "$tmp/out2.txt" >&2; fail "missing line: $1"; }; }
+expect2() { expect_in "$tmp/out2.txt" "$1"; }
 expect2 "fio-insns-tb wl dev=rnvme kernel: blocks 4.5 insns 24.0 memops 8.5 ends call-page=1.0 irqon=1.0 jmp-xpage=0.5 ret=2.0"
 expect2 "fio-insns-tb wl dev=rnvme user: blocks 5.0 insns 10.0 memops 5.0 ends indirect=5.0"
 expect2 "fio-insns-tb wl dev=nvme kernel: blocks 4.0 insns 10.0 memops 2.0 ends call-page=1.0 sys=3.0"
@@ -139,7 +141,7 @@ t ffffffff81002000 2 5
 EOF
 python3 "$here/../tb_profile.py" --dump "$tmp/dump3.txt" --system-map "$tmp/System.map" \
     --log "$tmp/guest.log" > "$tmp/out3.txt"
-expect3() { grep -qxF "$1" "$tmp/out3.txt" || { cat "$tmp/out3.txt" >&2; fail "missing line: $1"; }; }
+expect3() { expect_in "$tmp/out3.txt" "$1"; }
 expect3 "fio-tlb wl dev=rnvme: ios 10, modelled soft-TLB misses per I/O: kernel 6 (modules 2), user 5"
 expect3 "fio-tlb wl dev=nvme: ios 5, modelled soft-TLB misses per I/O: kernel 1 (modules 0), user 0"
 expect3 "fio-tlb-sym wl dev=rnvme 4.0 f_a"
