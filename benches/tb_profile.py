@@ -27,7 +27,12 @@ Block ends by class: `ret`; direct `call`/`jmp`/`jcc` to the same guest page as 
 leave the translated code for a jump-cache lookup, as `ret` and `indirect` do); `irqon`
 (sti, popf: TCG leaves the translated code to look for interrupts), `sys` (syscall, sysret,
 iret, swapgs, wrmsr, rdmsr, mov to a control register, hlt, pause, rdtsc, port I/O), `other`
-(a block cut by a page end or the block size limit).
+(a block cut by a page end or the block size limit). And by function, the block ends after
+which QEMU looks the next block up in the vCPU's jump cache (`ret`, `indirect`, `*-xpage`; a
+miss there costs a hash-table lookup and a code-TLB probe):
+  fio-exits <workload> dev=<d>: ios <n>, block ends with a jump-cache lookup per I/O: kernel <k>
+      (modules <m>), user <u>
+  fio-exits-sym / fio-exits-diff                                          (as for fio-insns)
 
   python3 benches/tb_profile.py --dump D --system-map S --log L [--info I] [--top N] [--diff-top N]
 """
@@ -183,6 +188,21 @@ def by_symbol(blocks, syms, weight=True):
     return out
 
 
+# Block ends after which QEMU 7.2 looks the next block up (`helper_lookup_tb_ptr`: the vCPU's
+# jump cache, and on a miss the global hash table) instead of jumping to a chained block.
+LOOKUP_ENDS = ("ret", "indirect", "call-xpage", "jmp-xpage", "jcc-xpage")
+
+
+def exits_by_symbol(blocks, syms, info):
+    """Per function, executions of its blocks that end in a jump-cache lookup (a `jcc-xpage`
+    block counts whether or not its branch was taken: an upper bound)."""
+    out = collections.Counter()
+    for (addr, insns), n in blocks.items():
+        if info.get((addr, insns), (0, ""))[1] in LOOKUP_ENDS:
+            out["[user]" if addr < KERNEL_START else syms.name(addr)] += n
+    return out
+
+
 def report(tag, what, runs, per_run, top, diff_top):
     """The per-run totals, top functions and rnvme - C differences of one measure."""
     for (wl, dev), per_io in per_run.items():
@@ -244,6 +264,11 @@ def main():
     if info is not None:
         for wl, dev, ios, smark in runs:
             block_report(wl, dev, ios, marks[smark], info)
+        per_run_exits = {
+            (wl, dev): {s: n / ios for s, n in exits_by_symbol(marks[smark], syms, info).items()}
+            for wl, dev, ios, smark in runs
+        }
+        report("fio-exits", "block ends with a jump-cache lookup", ios_of, per_run_exits, a.top, a.diff_top)
     if per_run_tlb:
         report("fio-tlb", "modelled soft-TLB misses", ios_of, per_run_tlb, a.top, a.diff_top)
 

@@ -77,6 +77,11 @@ void *rnvme_glue_debugfs_counters_create(const char *dir, const char *file,
  * cache line is written on the I/O path. Any context.
  */
 void rnvme_glue_debugfs_counters_add(void *c, u32 i, s64 v);
+/*
+ * Adds v[k] to counter first + k for k in [0, n) (counters past the last are ignored): the
+ * counters a path updates together, in one call.
+ */
+void rnvme_glue_debugfs_counters_add_range(void *c, u32 first, const s64 *v, u32 n);
 /* Counter i's value: the sum over the CPUs (0 for i >= n). Any context. */
 s64 rnvme_glue_debugfs_counters_get(void *c, u32 i);
 /* Removes the file (waiting for readers) and frees the counters. */

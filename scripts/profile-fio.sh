@@ -21,8 +21,9 @@
 #       plugin benches/qemu-plugin/tbcount.c (built here with cc); each run does exactly N I/Os
 #       between two `sync` calls, the plugin's snapshot points, and benches/tb_profile.py prints
 #       instructions per I/O by function for each run and the rnvme - C difference per function
-#       (fio-insns, fio-insns-sym, fio-insns-diff lines). Counts include interrupt handlers and
-#       interrupts-off code, which perf's cpu-clock samples cannot reach.
+#       (fio-insns, fio-insns-sym, fio-insns-diff lines), and by function the block ends that
+#       leave the translated code for a jump-cache lookup (fio-exits lines). Counts include
+#       interrupt handlers and interrupts-off code, which perf's cpu-clock samples cannot reach.
 #       RNVME_PROF_TLB_BITS=B (with --insns): the plugin also models QEMU's soft TLB with 2^B
 #       entries per vCPU and mode and counts its misses by function (fio-tlb, fio-tlb-sym,
 #       fio-tlb-diff lines): under TCG a miss is a page-table walk of hundreds of nanoseconds,
@@ -40,6 +41,9 @@
 #       gives one; the C driver by scripts/build-c-nvme-phases.sh), and benches/phases.py
 #       prints per run the passthrough submit path's phases and the interrupt handler in ns per
 #       I/O (fio-phases lines): use with RNVME_PROF_APPEND='rnvme_prof_engine=uring_cmd ...'.
+#   RNVME_QEMU=$(scripts/build-qemu-debug.sh): QEMU with symbols, frame pointers and jump-cache
+#       counters; benches/jump_cache.py prints per run the lookups and misses per I/O by code
+#       region (fio-jc lines), and --host-perf names QEMU's own functions.
 #   --iommu: QEMU's emulated IOMMU (run-guest.sh --iommu), so every DMA mapping is an IOVA
 #       mapping (with --insns: what each driver's mapping calls cost there).
 #   RNVME_PROF_KEEP_TRACE=1: keep QEMU's trace file (its path is printed).
@@ -130,7 +134,10 @@ if ((host_perf)); then
     # Uprobes on QEMU functions that cost far more than an instruction: device register
     # accesses (MMIO and port I/O), translations, writes into translated code, soft-TLB
     # flushes, and takes of QEMU's global lock. Counted per I/O; removed again on exit.
-    qemu_bin=$(readlink -f "$(command -v qemu-system-x86_64)")
+    qemu_bin=$(readlink -f "$(command -v "${RNVME_QEMU:-qemu-system-x86_64}")")
+    # scripts/build-qemu-debug.sh's wrapper: the binary it runs.
+    [[ -x "$(dirname "$qemu_bin")/build/qemu-system-x86_64" ]] &&
+        qemu_bin="$(dirname "$qemu_bin")/build/qemu-system-x86_64"
     # RNVME_HOST_PROBES replaces the list: one probe per line, a function QEMU exports and
     # optionally what to record (perf probe syntax), e.g. 'x86_cpu_tlb_fill addr=%si:u64'.
     mapfile -t probes <<< "${RNVME_HOST_PROBES-memory_region_dispatch_read
@@ -198,6 +205,10 @@ if ((timeline)); then
     rm -f "$tracef.batches"
 fi
 tr -d '\r' < "$logf" | grep -aE '^fio-profile-(sym|batch|cpu|queue|dispatched|lat|ip) '
+# The jump-cache counters of a QEMU built by scripts/build-qemu-debug.sh (RNVME_QEMU).
+if grep -aq '^qemu-jc ' "$logf"; then
+    python3 "$RNVME_REPO/benches/jump_cache.py" "$logf" || rc=1
+fi
 if ((phases)); then
     tr -d '\r' < "$logf" > "$logf.phases"
     python3 "$RNVME_REPO/benches/phases.py" "$logf.phases" || rc=1

@@ -8,8 +8,8 @@
 #     module), user space lumped, the right mark per run, division by the run's I/Os, and the
 #     rnvme - C difference;
 #  3. the per-block info file (info=): written in the QEMU run, with memory operands counted
-#     and last instructions disassembled, and tb_profile.py --info's block-end classes and
-#     per-I/O figures on hand-made input;
+#     and last instructions disassembled, and tb_profile.py --info's block-end classes, the
+#     ends that cost a jump-cache lookup by function, and per-I/O figures on hand-made input;
 #  4. the soft-TLB model (tlb=): in QEMU, a 16-entry table misses more than a 65,536-entry one
 #     over the same firmware boot, counted per block ("t" lines); and tb_profile.py's misses
 #     per I/O by function on hand-made input.
@@ -106,7 +106,14 @@ expect2() { expect_in "$tmp/out2.txt" "$1"; }
 expect2 "fio-insns-tb wl dev=rnvme kernel: blocks 4.5 insns 24.0 memops 8.5 ends call-page=1.0 irqon=1.0 jmp-xpage=0.5 ret=2.0"
 expect2 "fio-insns-tb wl dev=rnvme user: blocks 5.0 insns 10.0 memops 5.0 ends indirect=5.0"
 expect2 "fio-insns-tb wl dev=nvme kernel: blocks 4.0 insns 10.0 memops 2.0 ends call-page=1.0 sys=3.0"
-echo "tbcount selftest: block ends: 3 expected lines found"
+# Ends with a jump-cache lookup (ret, indirect, branches to another page) by function: rnvme
+# f_a 5/10 (the jump to another page), m_x 20/10 (the return), user 50/10; nvme none.
+expect2 "fio-exits wl dev=rnvme: ios 10, block ends with a jump-cache lookup per I/O: kernel 2 (modules 2), user 5"
+expect2 "fio-exits wl dev=nvme: ios 5, block ends with a jump-cache lookup per I/O: kernel 0 (modules 0), user 0"
+expect2 "fio-exits-sym wl dev=rnvme 2.0 m_x [rnvme]"
+expect2 "fio-exits-sym wl dev=rnvme 0.5 f_a"
+expect2 "fio-exits-diff wl m_x [rnvme] rnvme 2.0 c 0.0 diff +2.0"
+echo "tbcount selftest: block ends: 8 expected lines found"
 
 # 4. The soft-TLB model. A 65,536-entry table holds every page the firmware touches, so it
 # misses only on first touches; a 16-entry table (plus 8 victims) must miss more often than

@@ -26,7 +26,7 @@ use nvme::{DsmRange, SglPolicy, SubmissionEntry, DSM_MAX_RANGES};
 
 use crate::{
     admin::Admin,
-    batch_stats::{BatchStats, Counter},
+    batch_stats::BatchStats,
     dptr::{self, ListPages, PrpStats},
     phases::{Count, Phase, Stamp},
     queue::{Done, Queue, SubmitError},
@@ -568,10 +568,7 @@ impl IoOps {
             reports += u32::from(dr.reported);
             mmio += u32::from(dr.mmio);
             if !dr.more {
-                data.batch_stats.add(Counter::CompletionsBatched, batched);
-                data.batch_stats.add(Counter::CompletionsSingle, single);
-                data.batch_stats.add(Counter::CqHeadReports, reports);
-                data.batch_stats.add(Counter::CqHeadMmio, mmio);
+                data.batch_stats.drained(batched, single, reports, mmio);
                 return batched + single;
             }
         }
@@ -657,11 +654,7 @@ impl Operations for IoOps {
             list.push_tail(rq);
             left += 1;
         }
-        let st = &data.batch_stats;
-        st.add(Counter::QueueRqsCalls, 1);
-        st.add(Counter::QueueRqsStarted, started);
-        st.add(Counter::QueueRqsRequeued, left);
-        st.add(Counter::SqBatches, batches);
+        data.batch_stats.queue_rqs(started, left, batches);
     }
 
     fn complete(_data: &IoData, mut rq: OwnedRequest<Self>) {

@@ -199,10 +199,12 @@ impl CompletionQueue {
     }
 
     /// Whether the slot at the head holds a new entry (`nvme_cqe_pending`).
+    #[inline]
     pub fn pending<M: CompletionMemory + ?Sized>(&self, mem: &M) -> bool {
         (mem.read_status(self.head) & 1 != 0) == self.phase
     }
 
+    #[inline]
     fn advance(&mut self) {
         let next = u32::from(self.head) + 1;
         if next == self.depth {
@@ -224,6 +226,7 @@ impl CompletionQueue {
     ///
     /// `Some(Err(_))`: [`CqError::WrongSqId`], [`CqError::SqHeadOutOfRange`] or
     /// [`CqError::PhaseChanged`].
+    #[inline]
     pub fn next<M: CompletionMemory + ?Sized>(
         &mut self,
         mem: &M,
@@ -258,6 +261,7 @@ impl CompletionQueue {
     }
 
     /// The phase a new entry in the slot just consumed had (the phase before a wrap).
+    #[inline]
     fn phase_of_slot(&self, index: u16) -> bool {
         if self.head == 0 && u32::from(index) + 1 == self.depth {
             !self.phase

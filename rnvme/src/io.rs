@@ -96,6 +96,7 @@ impl DsmRange {
 }
 
 /// Checks a block count and returns the 0-based NLB field.
+#[inline]
 fn nlb_field(blocks: u32) -> Result<u32, CmdError> {
     if !(1..=MAX_BLOCKS_PER_COMMAND).contains(&blocks) {
         return Err(CmdError::BlockCount { blocks });

@@ -44,6 +44,8 @@
 #      count executed instructions (2^N ns each), so time the driver measures with the TSC
 #      (e.g. its submit-path counters) is an instruction count, free of the host's load. One
 #      vCPU thread for all CPUs: slow, for measuring code paths, not throughput.
+#      RNVME_QEMU=PATH runs that QEMU binary instead of qemu-system-x86_64 from PATH (e.g. the
+#      profiling build of scripts/build-qemu-debug.sh).
 # Exit codes: 0 pass, 1 guest/test failure or dirty log, 2 timeout, 3 usage/setup error.
 set -euo pipefail
 # Parsed as one block, so editing this file while it runs cannot break the run.
@@ -105,7 +107,8 @@ while (($#)); do
         *) echo "unknown argument '$1'" >&2; exit 3 ;;
     esac
 done
-need_cmd qemu-system-x86_64 timeout
+qemu_bin=${RNVME_QEMU:-qemu-system-x86_64}
+need_cmd "$qemu_bin" timeout
 if [[ -z "$nvme" ]]; then
     if ((${#ctrls[@]})); then nvme=0; else nvme=1; fi
 fi
@@ -152,7 +155,7 @@ if [[ "${RNVME_KVM:-0}" == 1 ]]; then
     # Probe: a KVM VM that starts paused (-S) keeps running until the timeout (rc 124).
     kvm_rc=0
     if [[ -r /dev/kvm && -w /dev/kvm ]]; then
-        timeout 5 qemu-system-x86_64 -accel kvm -cpu "${RNVME_KVM_CPU:-max}" -M pc -display none \
+        timeout 5 "$qemu_bin" -accel kvm -cpu "${RNVME_KVM_CPU:-max}" -M pc -display none \
             -nodefaults -monitor none -S \
             </dev/null >/dev/null 2>&1 || kvm_rc=$?
     fi
@@ -278,7 +281,7 @@ fi
 # this project runs (our modules load from /init). Stalls after that are still reported.
 cmdline="console=ttyS0 panic=-1 oops=panic loglevel=6 rdinit=/init acpi=noirq"
 cmdline+=" rcupdate.rcu_cpu_stall_suppress_at_boot=1 $append"
-qemu=(qemu-system-x86_64 "${accel[@]}" "${machine[@]}" -smp "$smp" -m "$mem"
+qemu=("$qemu_bin" "${accel[@]}" "${machine[@]}" -smp "$smp" -m "$mem"
       -nographic -no-reboot -nodefaults -serial stdio -monitor none
       -kernel "$bzimage" -initrd "$initramfs" -append "$cmdline"
       -device isa-debug-exit,iobase=0xf4,iosize=0x04

@@ -77,10 +77,16 @@ impl Default for LocalCompBatch {
 
 impl LocalCompBatch {
     /// An empty batch.
+    #[inline]
     pub fn new() -> Self {
-        // INVARIANT: no request, no callback.
+        // INVARIANT: no request, no callback. (A literal, not bindgen's `Default`: that is a
+        // function of the kernel image, called once per interrupt otherwise.)
         Self {
-            raw: bindings::io_comp_batch::default(),
+            raw: bindings::io_comp_batch {
+                req_list: super::rq_list::empty_raw(),
+                need_ts: false,
+                complete: None,
+            },
         }
     }
 
@@ -96,6 +102,7 @@ impl LocalCompBatch {
 
 impl Drop for LocalCompBatch {
     /// Ends the batched requests (`nvme_pci_complete_batch()` at the end of `nvme_irq()`).
+    #[inline]
     fn drop(&mut self) {
         if self.raw.req_list.head.is_null() {
             return;

@@ -39,15 +39,22 @@ impl<T: Operations> Default for RqList<T> {
     }
 }
 
+/// An empty C list. Built here, not by bindgen's `Default` (a function of the kernel image the
+/// module would call for every list taken or given back).
+#[inline]
+pub(crate) const fn empty_raw() -> bindings::rq_list {
+    bindings::rq_list {
+        head: core::ptr::null_mut(),
+        tail: core::ptr::null_mut(),
+    }
+}
+
 impl<T: Operations> RqList<T> {
     /// An empty list.
     pub fn new() -> Self {
         // INVARIANT: empty.
         Self {
-            raw: bindings::rq_list {
-                head: core::ptr::null_mut(),
-                tail: core::ptr::null_mut(),
-            },
+            raw: empty_raw(),
             _p: PhantomData,
         }
     }
@@ -62,7 +69,7 @@ impl<T: Operations> RqList<T> {
     pub(crate) unsafe fn take_raw(rl: *mut bindings::rq_list) -> Self {
         // SAFETY: valid list (function contract); replaced by an empty one, so the requests
         // are owned by the returned list only.
-        let raw = unsafe { core::mem::take(&mut *rl) };
+        let raw = unsafe { core::mem::replace(&mut *rl, empty_raw()) };
         // INVARIANT: function contract.
         Self {
             raw,
@@ -73,7 +80,7 @@ impl<T: Operations> RqList<T> {
     /// Gives the requests back as a C list (blk-mq then sends each to `queue_rq`); `self` is
     /// left empty.
     pub(crate) fn take_raw_list(&mut self) -> bindings::rq_list {
-        core::mem::take(&mut self.raw)
+        core::mem::replace(&mut self.raw, empty_raw())
     }
 
     /// Whether the list is empty (`rq_list_empty()`).
