@@ -11,7 +11,8 @@
 #
 # Cached under $RNVME_CACHE/qemu-debug/<source version>-<patch and recipe hash>/. The source
 # comes through a private apt configuration (deb-src entries for the system's own suites), so
-# the system's apt sources are not changed. About 4 minutes of build on 2 cores. For profiling
+# the system's apt sources are not changed. About 4 minutes of build on 2 idle cores (15 when
+# sharing them with guest runs). For profiling
 # only: the measured figures of BENCHMARKS.md come from Debian's binary unless a section says
 # otherwise.
 set -euo pipefail
@@ -20,7 +21,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 patchf="$RNVME_REPO/benches/qemu-patches/jump-cache-stats.patch"
 ver=$(dpkg-query -W -f '${source:Version}' qemu-system-x86 2>/dev/null) ||
     die "qemu-system-x86 is not installed (run scripts/setup.sh)"
-key="$ver-$(cat "$patchf" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-12)"
+key="${ver//:/_}-$(cat "$patchf" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-12)"
 out="$RNVME_CACHE/qemu-debug/$key"
 if [[ -x "$out/qemu-system-x86_64" && -x "$out/build/qemu-system-x86_64" ]]; then
     echo "$out/qemu-system-x86_64"

@@ -34,6 +34,11 @@
 #       calls of the QEMU functions given uprobes (host-profile lines); the guest's perf is off.
 #       RNVME_HOST_PROBES: the uprobes, one per line ('' for none: each hit costs the host
 #       microseconds, so the timings of a run without probes are the undisturbed ones).
+#       RNVME_HOST_CHAINS=1: call chains too, and benches/qemu_vcpu_chains.py prints per run
+#       the vCPU threads' time on the CPU (MMIO writes and reads, jump-cache lookups,
+#       translation, interrupts, the rest) and off it (waits for QEMU's global lock,
+#       preemption), in and out of MMIO accesses (host-vcpu-on/off lines; needs a QEMU with
+#       frame pointers: RNVME_QEMU=$(scripts/build-qemu-debug.sh)).
 #       RNVME_HOST_SCHED=1 (with --timeline): the host's scheduler events too, and
 #       benches/qemu_sched.py prints per run what the scheduler did with QEMU's main loop while
 #       the NVMe model stalled (fio-profile-sched).
@@ -164,6 +169,12 @@ qemu_mutex_lock_iothread_impl}"
         ((timeline)) || die "RNVME_HOST_SCHED=1 needs --timeline (the stalls are found in its trace)"
         host_rec+=(-e sched:sched_switch -e sched:sched_wakeup)
     fi
+    if [[ "${RNVME_HOST_CHAINS:-0}" == 1 ]]; then
+        # Call chains of every sample and of every switch (a QEMU with frame pointers:
+        # scripts/build-qemu-debug.sh, RNVME_QEMU).
+        host_rec+=(-g)
+        [[ "${RNVME_HOST_SCHED:-0}" == 1 ]] || host_rec+=(-e sched:sched_switch)
+    fi
     for f in "${probes[@]}"; do
         [[ -n "$f" ]] || continue
         "$perf_bin" probe -q -x "$qemu_bin" --add "$f" || die "perf probe on QEMU's $f failed"
@@ -225,6 +236,13 @@ if [[ -n "$hostf" ]]; then
     python3 "$RNVME_REPO/benches/host_profile.py" --trace "$tracef" --perf-script "$hostf.txt" --log "$logf" \
         --clock-offset "$clock_off" --period-us "$host_period_us" --cpus "$(nproc)" || rc=1
     rm -f "$hostf.txt"
+    if [[ "${RNVME_HOST_CHAINS:-0}" == 1 ]]; then
+        "$perf_bin" script -i "$hostf" -F comm,pid,tid,time,event,trace,ip,sym --ns 2>/dev/null \
+            > "$hostf.chains" || rc=1
+        python3 "$RNVME_REPO/benches/qemu_vcpu_chains.py" --trace "$tracef" --perf-script "$hostf.chains" \
+            --log "$logf" --clock-offset "$clock_off" --period-us "$host_period_us" || rc=1
+        rm -f "$hostf.chains"
+    fi
     if [[ "${RNVME_HOST_SCHED:-0}" == 1 ]]; then
         "$perf_bin" script -i "$hostf" -F comm,pid,tid,cpu,time,event,trace --ns 2>/dev/null |
             grep -a 'sched:sched_' > "$hostf.sched" || true
