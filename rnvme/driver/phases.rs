@@ -23,7 +23,7 @@
 //! | `irq` | the I/O queue's interrupt handler, per call | `nvme_irq()` |
 //! | `queue_rq` | `queue_rq`, per call (part of `exec` for these commands) | `nvme_queue_rq()` |
 //! | `sq` | writing the command into the ring and ringing the doorbell, per call | `nvme_queue_rq()`'s `sq_lock` section |
-//! | `doorbell` | one MMIO SQ tail doorbell write of `queue_rq` or `queue_rqs`, per write | the `writel()` of `nvme_write_sq_db()` |
+//! | `doorbell` | one MMIO SQ tail doorbell write of `queue_rq` or `queue_rqs`, per write, timed with interrupts off ([`IrqsOff`]) | the `writel()` of `nvme_write_sq_db()` |
 
 use kernel::{c_str, str::CStr};
 
@@ -97,6 +97,33 @@ mod imp {
         }
     }
 
+    /// Interrupts off on this CPU until dropped (`local_irq_save()`/`local_irq_restore()`),
+    /// around a timed MMIO write: under TCG a pending interrupt is taken at the next
+    /// translated-block boundary, and the return from the write's C helper is one, so without
+    /// this the handler of an interrupt that arrives during the write would be timed as the
+    /// write (the C driver's inlined `writel()` and its timer end share a block).
+    pub(crate) struct IrqsOff(u64);
+
+    impl IrqsOff {
+        /// Saves the flags and disables interrupts.
+        #[inline(always)]
+        pub(crate) fn new() -> Self {
+            let flags: u64;
+            // SAFETY: `arch_local_irq_save()`: the flags are saved and restored by the drop,
+            // on this CPU (the value is not sent anywhere), with the stack balanced.
+            unsafe { core::arch::asm!("pushfq", "pop {f}", "cli", f = out(reg) flags) };
+            Self(flags)
+        }
+    }
+
+    impl Drop for IrqsOff {
+        #[inline(always)]
+        fn drop(&mut self) {
+            // SAFETY: `arch_local_irq_restore()` of the flags `new` saved on this CPU.
+            unsafe { core::arch::asm!("push {f}", "popfq", f = in(reg) self.0) };
+        }
+    }
+
     /// The phase counters of one controller (none: nothing counted, e.g. the admin queue's).
     pub(crate) struct Phases(Option<DebugCounters>);
 
@@ -156,6 +183,17 @@ mod imp {
     }
 
     /// Nothing: phase timers are not built in.
+    pub(crate) struct IrqsOff;
+
+    impl IrqsOff {
+        /// Nothing.
+        #[inline(always)]
+        pub(crate) fn new() -> Self {
+            Self
+        }
+    }
+
+    /// Nothing: phase timers are not built in.
     pub(crate) struct Phases;
 
     impl Phases {
@@ -181,4 +219,4 @@ mod imp {
     }
 }
 
-pub(crate) use imp::{Phases, Stamp};
+pub(crate) use imp::{IrqsOff, Phases, Stamp};

@@ -19,7 +19,7 @@ use core::sync::atomic::{compiler_fence, fence, AtomicU16, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
 use crate::{
-    phases::{Count, Phase, Phases, Stamp},
+    phases::{Count, IrqsOff, Phase, Phases, Stamp},
     ratelimit::warn_limited,
 };
 use kernel_glue::{
@@ -469,6 +469,7 @@ impl Queue {
         // With shadow doorbells the MMIO write is needed only when the controller asked.
         if s.shadow.as_mut().map_or(true, |sh| sh.update(tail as u16)) {
             // `writel` orders the entries (coherent memory) before the doorbell.
+            let _timed = IrqsOff::new();
             let t = Stamp::now();
             let _ = self.bar.write32(self.sq_db, tail);
             phases.end(Phase::Doorbell, t);
