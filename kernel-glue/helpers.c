@@ -383,11 +383,6 @@ bool rnvme_glue_blk_mq_complete_batched(struct request *rq, struct io_comp_batch
 	return false;
 }
 
-struct request *rnvme_glue_blk_mq_tag_to_rq(struct blk_mq_tags *tags, unsigned int tag)
-{
-	return blk_mq_tag_to_rq(tags, tag);
-}
-
 /* Disks of this module: an open disk holds a reference on THIS_MODULE. */
 static const struct block_device_operations rnvme_glue_disk_fops = {
 	.owner = THIS_MODULE,

@@ -151,8 +151,6 @@ bool rnvme_glue_blk_should_fake_timeout(struct request *rq);
  */
 bool rnvme_glue_blk_mq_complete_batched(struct request *rq, struct io_comp_batch *iob,
 					bool is_error, void (*complete)(struct io_comp_batch *iob));
-/* blk_mq_tag_to_rq(): NULL when `tag` is out of range or has no request. */
-struct request *rnvme_glue_blk_mq_tag_to_rq(struct blk_mq_tags *tags, unsigned int tag);
 /*
  * Whether atomic write rq fits its queue's atomic write limits: at most
  * queue_atomic_write_unit_max_bytes(), and within one queue_atomic_write_boundary_bytes() unit

@@ -4,6 +4,8 @@
 //!
 //! C header: [`include/linux/interrupt.h`](srctree/include/linux/interrupt.h)
 
+use core::marker::PhantomData;
+
 use kernel::{bindings, prelude::*, str::CStr, sync::Arc};
 
 use crate::{helpers, pci};
@@ -17,10 +19,29 @@ pub enum IrqReturn {
     Handled,
 }
 
+/// Proof that the code holding it runs in a hard interrupt handler, where local interrupts
+/// are off: locks that are otherwise taken with `spin_lock_irqsave()` can then be taken
+/// without saving and restoring the interrupt state ([`crate::sync::IrqSpinLock::lock_in_irq`]),
+/// as C handlers do with `spin_lock()`.
+///
+/// # Invariants
+///
+/// Only [`Registration`]'s trampoline makes one, for the duration of one handler call; it
+/// cannot be sent to or kept by another context (`'a` and `!Send`).
+pub struct HardIrq<'a> {
+    _p: PhantomData<(&'a (), *const ())>,
+}
+
+impl core::fmt::Debug for HardIrq<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("HardIrq").finish()
+    }
+}
+
 /// A hard-interrupt handler.
 pub trait Handler: Send + Sync + 'static {
-    /// Handles one interrupt, in hard-IRQ context (must not sleep).
-    fn handle(&self) -> IrqReturn;
+    /// Handles one interrupt, in hard-IRQ context (must not sleep); `irq` proves the context.
+    fn handle(&self, irq: &HardIrq<'_>) -> IrqReturn;
 }
 
 /// Interrupt vectors of a PCI device (`pci_alloc_irq_vectors_affinity()`), freed on drop.
@@ -147,7 +168,13 @@ impl<H: Handler> Registration<H> {
         // SAFETY: `dev_id` is the `&H` registered in `new`, valid until `free_irq` returns
         // (type invariant), and the IRQ core never calls the handler after that.
         let handler = unsafe { &*dev_id.cast::<H>() };
-        match handler.handle() {
+        // INVARIANT: the IRQ core calls a handler registered without a thread function in
+        // hard interrupt context, with local interrupts off, or (`threadirqs`) in a forced
+        // IRQ thread, which also runs it with interrupts off (`irq_forced_thread_fn()`;
+        // except on PREEMPT_RT, where a `spinlock_t` leaves interrupts on in any case). The
+        // token lives for this call.
+        let irq = HardIrq { _p: PhantomData };
+        match handler.handle(&irq) {
             IrqReturn::None => bindings::irqreturn_IRQ_NONE,
             IrqReturn::Handled => bindings::irqreturn_IRQ_HANDLED,
         }

@@ -58,14 +58,33 @@ impl<T> IrqSpinLock<T> {
     pub fn lock(&self) -> IrqSpinLockGuard<'_, T> {
         // SAFETY: initialised lock (type invariant).
         let flags = unsafe { helpers::rnvme_glue_spin_lock_irqsave(self.lock.get()) };
-        IrqSpinLockGuard { lock: self, flags }
+        IrqSpinLockGuard {
+            lock: self,
+            flags: Some(flags),
+        }
+    }
+
+    /// Takes the lock in a hard interrupt handler, where local interrupts are already off
+    /// (`spin_lock()` in C handlers): no interrupt state to save and restore, and under QEMU's
+    /// TCG no exit from the translated code for the `popf` that restores it.
+    #[inline]
+    pub fn lock_in_irq<'a>(&'a self, _irq: &'a crate::irq::HardIrq<'_>) -> IrqSpinLockGuard<'a, T> {
+        // SAFETY: initialised lock (type invariant); interrupts are off (`HardIrq` invariant),
+        // so no interrupt handler can take it on this CPU while it is held.
+        unsafe { helpers::rnvme_glue_spin_lock(self.lock.get()) };
+        IrqSpinLockGuard {
+            lock: self,
+            flags: None,
+        }
     }
 }
 
-/// The held lock of an [`IrqSpinLock`]; unlocks and restores interrupts on drop.
+/// The held lock of an [`IrqSpinLock`]; unlocks (and restores interrupts, if it saved them)
+/// on drop.
 pub struct IrqSpinLockGuard<'a, T> {
     lock: &'a IrqSpinLock<T>,
-    flags: kernel::ffi::c_ulong,
+    /// The interrupt state saved by [`IrqSpinLock::lock`]; `None` when taken in a handler.
+    flags: Option<kernel::ffi::c_ulong>,
 }
 
 impl<T> core::fmt::Debug for IrqSpinLockGuard<'_, T> {
@@ -91,8 +110,14 @@ impl<T> DerefMut for IrqSpinLockGuard<'_, T> {
 
 impl<T> Drop for IrqSpinLockGuard<'_, T> {
     fn drop(&mut self) {
-        // SAFETY: the lock is held by this guard with these flags.
-        unsafe { helpers::rnvme_glue_spin_unlock_irqrestore(self.lock.lock.get(), self.flags) };
+        match self.flags {
+            // SAFETY: the lock is held by this guard with these flags.
+            Some(flags) => unsafe {
+                helpers::rnvme_glue_spin_unlock_irqrestore(self.lock.lock.get(), flags)
+            },
+            // SAFETY: the lock is held by this guard, taken without saving flags.
+            None => unsafe { helpers::rnvme_glue_spin_unlock(self.lock.lock.get()) },
+        }
     }
 }
 

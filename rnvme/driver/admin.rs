@@ -55,7 +55,7 @@ use kernel_glue::{
     debugfs::DebugCounters,
     dma::CoherentAllocation,
     io::Bar,
-    irq::{Handler, IrqReturn},
+    irq::{Handler, HardIrq, IrqReturn},
     mutex::{SleepLock, SleepLockGuard},
     pci,
     sync::IrqSpinLock,
@@ -141,7 +141,7 @@ impl AdminReap {
         // One command is in flight at a time: one batch holds every completion there can be.
         // Only tag 0 is ever submitted; the command id table let its entry through once.
         let mut tag0 = None;
-        self.q.drain(|d| {
+        self.q.drain(None, |d| {
             if d.tag == 0 {
                 tag0 = Some(d);
             }
@@ -200,7 +200,7 @@ impl AdminIrq {
 }
 
 impl Handler for AdminIrq {
-    fn handle(&self) -> IrqReturn {
+    fn handle(&self, _irq: &HardIrq<'_>) -> IrqReturn {
         if self.shared && !self.reap.q.pending() {
             return IrqReturn::None;
         }
@@ -234,10 +234,14 @@ pub(crate) struct Session<'a> {
 impl Admin {
     /// Wraps admin queue pair `q` (queue id 0) of the controller at `bar` of `dev`, instance
     /// `instance` (debugfs counters; without debugfs they are left out).
-    pub(crate) fn new(q: Arc<Queue>, bar: Arc<Bar>, dev: pci::Device, instance: u32) -> Result<Self> {
+    pub(crate) fn new(
+        q: Arc<Queue>,
+        bar: Arc<Bar>,
+        dev: pci::Device,
+        instance: u32,
+    ) -> Result<Self> {
         let counters =
-            DebugCounters::new(format_args!("rnvme{}", instance), c_str!("admin"), &NAMES)
-                .ok();
+            DebugCounters::new(format_args!("rnvme{}", instance), c_str!("admin"), &NAMES).ok();
         let reap = Arc::new(
             AdminReap {
                 q,
@@ -424,7 +428,8 @@ impl Session<'_> {
         *r.slot.lock() = None;
         r.event.reinit();
         a.count(Counter::Commands);
-        r.q.submit(0, &mut cmd, true, &crate::phases::Phases::none()).map_err(|_| EBUSY)?;
+        r.q.submit(0, &mut cmd, true, &crate::phases::Phases::none())
+            .map_err(|_| EBUSY)?;
         let mut waited = 0u32;
         while waited < timeout_ms {
             let step = if a.irq.load(Ordering::Acquire) {

@@ -6,11 +6,11 @@
 //! path.
 
 use kernel::{c_str, prelude::*, str::CStr};
-use kernel_glue::{debugfs::DebugCounters, time::TscScale};
+use kernel_glue::debugfs::DebugCounters;
 
 /// The counter names. The counters a path updates together are consecutive, added by one
 /// [`DebugCounters::add_range`] call: [`QUEUE_RQS`], [`DRAIN`] and [`IRQ`] start the groups.
-const NAMES: [&CStr; 10] = [
+const NAMES: [&CStr; 9] = [
     // QUEUE_RQS: calls of `queue_rqs` (plugged lists handed over at once), requests it
     // started, requests it gave back to blk-mq for `queue_rq` (not prepared or not
     // submitted), and its doorbell batches (one lock hold and at most one doorbell write for
@@ -30,26 +30,23 @@ const NAMES: [&CStr; 10] = [
     c_str!("cq_head_reports"),
     c_str!("cq_head_mmio"),
     // IRQ: calls of the I/O queues' interrupt handler (on a shared INTx line, those that found
-    // completions), and nanoseconds spent in them (time-stamp counter around the whole
-    // handler: reaping the completions and ending their requests, io_uring's completion work
-    // included; the cost a cpu-clock profile cannot see, as its sampling interrupt waits until
-    // the handler returns).
+    // completions). Their time is measured by the phase timers of a `RNVME_PHASES=1` build
+    // (`irq_cycles`, `crate::phases`), not here: two time-stamp counter reads per interrupt
+    // were on the shipped driver's interrupt path.
     c_str!("irq_handled"),
-    c_str!("irq_ns"),
 ];
 
 /// Index of the first of the four `queue_rqs` counters in [`NAMES`].
 const QUEUE_RQS: usize = 0;
 /// Index of the first of the four completion queue drain counters in [`NAMES`].
 const DRAIN: usize = 4;
-/// Index of the first of the two interrupt handler counters in [`NAMES`].
+/// Index of the interrupt handler counter in [`NAMES`]: right after the drain counters, so an
+/// interrupt's drain adds the five in one call.
 const IRQ: usize = 8;
 
 /// The batching counters of one controller.
 pub(crate) struct BatchStats {
     counters: DebugCounters,
-    /// Converts the interrupt handler's time-stamp counter cycles.
-    scale: TscScale,
 }
 
 impl BatchStats {
@@ -61,7 +58,6 @@ impl BatchStats {
                 c_str!("batch"),
                 &NAMES,
             )?,
-            scale: TscScale::new(),
         })
     }
 
@@ -78,17 +74,14 @@ impl BatchStats {
     }
 
     /// Counts one drain of a completion queue: requests completed into the batch and one by
-    /// one, and the CQ head reports and MMIO writes among them (one call for the four).
-    pub(crate) fn drained(&self, batched: u32, single: u32, reports: u32, mmio: u32) {
-        if batched | single | reports | mmio != 0 {
-            let v = [batched, single, reports, mmio].map(i64::from);
-            self.counters.add_range(DRAIN, &v);
+    /// one, and the CQ head reports and MMIO writes among them; with `irq`, also the interrupt
+    /// handler call that drained it (one call into the counters for the five).
+    pub(crate) fn drained(&self, batched: u32, single: u32, reports: u32, mmio: u32, irq: bool) {
+        let v = [batched, single, reports, mmio, 1].map(i64::from);
+        // The four drain counters, and the interrupt's right after them.
+        let n = if irq { IRQ + 1 - DRAIN } else { IRQ - DRAIN };
+        if irq || batched | single | reports | mmio != 0 {
+            self.counters.add_range(DRAIN, v.get(..n).unwrap_or(&v));
         }
-    }
-
-    /// Counts one call of the interrupt handler that took `cycles` time-stamp counter cycles.
-    pub(crate) fn irq_handled(&self, cycles: u64) {
-        let ns = i64::try_from(self.scale.ns(cycles)).unwrap_or(i64::MAX);
-        self.counters.add_range(IRQ, &[1, ns]);
     }
 }

@@ -25,6 +25,7 @@ use crate::{
 use kernel_glue::{
     dma::CoherentAllocation,
     io::Bar,
+    irq::HardIrq,
     pci,
     sync::{IrqSpinLock, SpinLock, SpinLockGuard},
 };
@@ -267,8 +268,7 @@ impl Queue {
         cq_depth: u32,
         vector: Option<u16>,
     ) -> Result<Arc<Self>> {
-        if !(2..=MAX_DEPTH as u32).contains(&depth) || !(depth..=MAX_CQ_DEPTH).contains(&cq_depth)
-        {
+        if !(2..=MAX_DEPTH as u32).contains(&depth) || !(depth..=MAX_CQ_DEPTH).contains(&cq_depth) {
             return Err(EINVAL);
         }
         let sq_mem = CoherentAllocation::new(dev, depth as usize * SQE_SIZE)?;
@@ -487,11 +487,16 @@ impl Queue {
     /// `each` runs under the queue's CQ lock, with interrupts off, as `nvme_poll_cq()`
     /// completes requests under `cq_poll_lock` in the C driver: it may complete and end
     /// requests but must not drain this queue or ask [`Queue::pending`]. (Collecting the
-    /// completions into an array first cost a 256-byte `memset` per drain.)
-    pub(crate) fn drain(&self, mut each: impl FnMut(Done)) -> Drained {
+    /// completions into an array first cost a 256-byte `memset` per drain.) In the queue's
+    /// interrupt handler (`irq`), where interrupts are already off, the lock is taken without
+    /// saving and restoring them.
+    pub(crate) fn drain(&self, irq: Option<&HardIrq<'_>>, mut each: impl FnMut(Done)) -> Drained {
         let mut more = true;
         let (mut reported, mut mmio) = (false, false);
-        let mut side = self.cq_lock.lock();
+        let mut side = match irq {
+            Some(irq) => self.cq_lock.lock_in_irq(irq),
+            None => self.cq_lock.lock(),
+        };
         let r = &mut *side;
         // Entries taken, valid or not, are bounded by the batch: the head doorbell's deferral
         // counts on it (`Queue::new`).

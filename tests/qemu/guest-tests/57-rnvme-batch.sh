@@ -68,13 +68,12 @@ echo "rnvme-batch: $ios I/Os, $started started by queue_rqs in $sqb doorbell bat
 [ $((cb + cs)) = "$ios" ] && pass "batch-completions-once ($cb batched + $cs single = $ios)" ||
     fail "batch-completions-once ($cb batched + $cs single, the disk completed $ios)"
 
-# The interrupt handler's timing counters: every interrupt-driven completion above ran in a
-# timed handler call, each taking some time.
+# The interrupt handler's counter: the completions above came through handler calls, each of
+# which completed at least one request (its time is measured only by a RNVME_PHASES=1 build).
 ih=$((after_irq_handled - before_irq_handled))
-ins=$((after_irq_ns - before_irq_ns))
-[ "$ih" -gt 0 ] && [ "$ih" -le $((cb + cs)) ] && [ "$ins" -gt "$ih" ] &&
-    pass "batch-irq-timed ($ih handler calls for $((cb + cs)) completions, $((ins / ih)) ns each)" ||
-    fail "batch-irq-timed ($ih handler calls, $ins ns, for $((cb + cs)) completions)"
+[ "$ih" -gt 0 ] && [ "$ih" -le $((cb + cs)) ] &&
+    pass "batch-irq-counted ($ih handler calls for $((cb + cs)) completions)" ||
+    fail "batch-irq-counted ($ih handler calls for $((cb + cs)) completions)"
 
 # cq_heads DEFER: head reports of the run between the snapshots against its completions. With a
 # deferral (the probe line's interrupt CQ deeper than depth + 16) at most one report per

@@ -44,11 +44,10 @@ impl<T: Operations> Pdu<T> {
         // SAFETY: the PDU follows the request and is large enough (function contract); blk-mq
         // aligns it like the request (8 bytes), which `TagSet::new` checks is enough.
         unsafe {
-            pdu.cast::<Self>()
-                .write(Self {
-                    shared: T::Shared::default(),
-                    owned: UnsafeCell::new(None),
-                })
+            pdu.cast::<Self>().write(Self {
+                shared: T::Shared::default(),
+                owned: UnsafeCell::new(None),
+            })
         };
         Ok(())
     }
@@ -60,9 +59,7 @@ impl<T: Operations> Pdu<T> {
     /// The PDU must have been initialised by [`Pdu::init`] and not used afterwards.
     pub(crate) unsafe fn drop_in_place(rq: *mut bindings::request) {
         // SAFETY: initialised (function contract), dropped once.
-        unsafe {
-            core::ptr::drop_in_place(pdu_of(rq).cast::<Self>())
-        };
+        unsafe { core::ptr::drop_in_place(pdu_of(rq).cast::<Self>()) };
     }
 }
 
@@ -204,9 +201,25 @@ impl<T: Operations> Request<T> {
 
     /// Whether fault injection (`fail_io_timeout`, `/sys/block/<disk>/io-timeout-fail`) wants
     /// this completion dropped, so the request times out (`blk_should_fake_timeout()`).
+    #[inline]
     pub fn should_fake_timeout(&self) -> bool {
-        // SAFETY: live request of a live queue.
-        unsafe { helpers::rnvme_glue_blk_should_fake_timeout(self.raw()) }
+        #[cfg(CONFIG_FAIL_IO_TIMEOUT)]
+        {
+            // The flag test of `blk_should_fake_timeout()` (`include/linux/blk-mq.h`), inline in
+            // C: the call is made only when fault injection is armed on the queue.
+            // SAFETY: live request of a live queue; `queue_flags` is a word of bits changed
+            // with atomic bit operations (`blk_queue_flag_set()`), read here once, as
+            // `test_bit()` does (`READ_ONCE()`-like: a volatile load).
+            let flags =
+                unsafe { core::ptr::addr_of!((*(*self.raw()).q).queue_flags).read_volatile() };
+            if flags & (1 << bindings::QUEUE_FLAG_FAIL_IO) == 0 {
+                return false;
+            }
+            // SAFETY: live request of a live queue.
+            unsafe { helpers::rnvme_glue_blk_should_fake_timeout(self.raw()) }
+        }
+        #[cfg(not(CONFIG_FAIL_IO_TIMEOUT))]
+        false
     }
 
     /// The hardware queue the request was issued on (to find other requests by tag).
@@ -347,11 +360,7 @@ impl<T: Operations> Request<T> {
 
 /// Counts the entries from `first` that hold `done + size` bytes, checking each as a `Bvec`;
 /// also says whether they hold exactly that many (the last entry is not cut by the size).
-fn covered_entries(
-    first: *const bindings::bio_vec,
-    done: u32,
-    size: u32,
-) -> Result<(usize, bool)> {
+fn covered_entries(first: *const bindings::bio_vec, done: u32, size: u32) -> Result<(usize, bool)> {
     let mut need = u64::from(done) + u64::from(size);
     let mut n = 0usize;
     let mut whole = false;
@@ -424,11 +433,7 @@ impl<T: Operations> OwnedRequest<T> {
     pub fn owned_mut(&mut self) -> &mut Option<T::Owned> {
         // SAFETY: the PDU is an initialised `Pdu<T>`; only the owner of the request reaches
         // `owned`, and ownership is exclusive (type invariant), so this is the only reference.
-        unsafe {
-            &mut *(*pdu_of(self.rq.as_ptr()).cast::<Pdu<T>>())
-                .owned
-                .get()
-        }
+        unsafe { &mut *(*pdu_of(self.rq.as_ptr()).cast::<Pdu<T>>()).owned.get() }
     }
 
     /// The request and its owner-only state at once, e.g. to build that state in place from
@@ -438,11 +443,7 @@ impl<T: Operations> OwnedRequest<T> {
         let r = unsafe { Request::from_raw(self.rq.as_ptr()) };
         // SAFETY: as in `owned_mut`; `Request` never reaches `owned` (it is only reached
         // through the owner, here), so the two references do not overlap.
-        let o = unsafe {
-            &mut *(*pdu_of(self.rq.as_ptr()).cast::<Pdu<T>>())
-                .owned
-                .get()
-        };
+        let o = unsafe { &mut *(*pdu_of(self.rq.as_ptr()).cast::<Pdu<T>>()).owned.get() };
         (r, o)
     }
 

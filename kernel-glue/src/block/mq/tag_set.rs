@@ -13,7 +13,7 @@ use core::{
 use kernel::{alloc::KBox, bindings, prelude::*, sync::Arc, types::Opaque};
 
 use super::{operations::OperationsVTable, request::Pdu, Operations, Request};
-use crate::{helpers, pci};
+use crate::pci;
 
 /// How hardware queues are mapped to CPUs.
 #[derive(Clone, Debug)]
@@ -255,16 +255,10 @@ impl<'a, T: Operations> TagSetRef<'a, T> {
             }
             *(*raw).tags.add(hctx_idx as usize)
         };
-        if tags.is_null() {
-            return None;
-        }
-        // SAFETY: `tags` is a live tag map of this set; the helper range-checks `tag`.
-        let rq = unsafe { helpers::rnvme_glue_blk_mq_tag_to_rq(tags, tag) };
-        if rq.is_null() {
-            return None;
-        }
+        // SAFETY: `tags`, when not null, is a live tag map of this set.
+        let rq = unsafe { rq_of_tag(tags, tag) }?;
         // SAFETY: requests of a tag map live as long as the tag set, alive for `'a`.
-        Some(unsafe { Request::from_raw(rq) })
+        Some(unsafe { Request::from_raw(rq.as_ptr()) })
     }
 }
 
@@ -303,17 +297,31 @@ impl<'a, T: Operations> HwQueue<'a, T> {
     pub fn tag_to_rq(&self, tag: u32) -> Option<&'a Request<T>> {
         // SAFETY: live hctx (type invariant); `tags` is its driver tag map.
         let tags = unsafe { (*self.hctx.as_ptr()).tags };
-        if tags.is_null() {
-            return None;
-        }
-        // SAFETY: `tags` is a live tag map; the helper range-checks `tag`.
-        let rq = unsafe { helpers::rnvme_glue_blk_mq_tag_to_rq(tags, tag) };
-        if rq.is_null() {
-            return None;
-        }
+        // SAFETY: `tags`, when not null, is a live tag map.
+        let rq = unsafe { rq_of_tag(tags, tag) }?;
         // SAFETY: requests of the tag map live as long as the tag set, so for `'a`.
-        Some(unsafe { Request::from_raw(rq) })
+        Some(unsafe { Request::from_raw(rq.as_ptr()) })
     }
+}
+
+/// The request `tags` holds for `tag`, if any: `blk_mq_tag_to_rq()` (`include/linux/blk-mq.h`),
+/// an inline function in C, written here so the completion path makes no call per completion.
+///
+/// # Safety
+///
+/// `tags` is null or a live `struct blk_mq_tags` (its `rqs` table has `nr_tags` entries).
+#[inline]
+unsafe fn rq_of_tag(
+    tags: *mut bindings::blk_mq_tags,
+    tag: u32,
+) -> Option<NonNull<bindings::request>> {
+    // SAFETY: `tags` is null or live (the function contract).
+    let t = unsafe { tags.as_ref() }?;
+    if tag >= t.nr_tags || t.rqs.is_null() {
+        return None;
+    }
+    // SAFETY: `rqs` has `nr_tags` entries and `tag` is below that.
+    NonNull::new(unsafe { *t.rqs.add(tag as usize) })
 }
 
 impl<T: Operations> Drop for TagSet<T> {
