@@ -224,11 +224,6 @@ int rnvme_glue_user_rq_map(struct request *rq, u64 ubuf, u32 len)
 				  false, rq_data_dir(rq));
 }
 
-u32 rnvme_glue_disk_max_hw_bytes(struct gendisk *disk)
-{
-	return min_t(u64, (u64)queue_max_hw_sectors(disk->queue) << SECTOR_SHIFT, U32_MAX);
-}
-
 int rnvme_glue_user_rq_map_fixed(struct request *rq, void *ioucmd, u64 ubuf, u32 len)
 {
 	struct iov_iter iter;

@@ -62,8 +62,6 @@ int rnvme_glue_user_rq_map(struct request *rq, u64 ubuf, u32 len);
  * blk_rq_map_user_iov() of that bvec iterator (no pinning: the ring holds the pages).
  */
 int rnvme_glue_user_rq_map_fixed(struct request *rq, void *ioucmd, u64 ubuf, u32 len);
-/* queue_max_hw_sectors() of the disk's queue in bytes (the most one request may carry). */
-u32 rnvme_glue_disk_max_hw_bytes(struct gendisk *disk);
 /* rq->bio (to unmap after completion, when rq->bio has been consumed). */
 struct bio *rnvme_glue_user_rq_bio(struct request *rq);
 /* rq->timeout = msecs_to_jiffies(ms) (0: the queue's default). */

@@ -112,13 +112,18 @@ impl UringCmd<'_> {
         }
         // SAFETY: the command is live; `dst` is valid for `dst.len()` bytes; the payload holds
         // at least that many (16 bytes, 80 with SQE128, checked above).
-        crate::error::to_result(unsafe {
+        let ret = unsafe {
             helpers::rnvme_glue_uring_cmd_read(
                 self.raw.as_ptr(),
                 dst.as_mut_ptr().cast(),
                 dst.len(),
             )
-        })
+        };
+        // Checked here, not by a call on every command's path (`to_result` is not inlined).
+        if ret < 0 {
+            return Err(Error::from_errno(ret));
+        }
+        Ok(())
     }
 
     /// Completes the command now with `value` and `result` (`io_uring_cmd_done()`), for a

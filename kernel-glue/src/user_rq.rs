@@ -69,9 +69,12 @@ impl DiskRef {
     /// The most bytes one request on the disk's queue may carry (`queue_max_hw_sectors()`).
     #[inline]
     pub fn max_hw_bytes(&self) -> u32 {
+        // `queue_max_hw_sectors()` (`include/linux/blkdev.h`) is an inline field read in C; so
+        // it is here (no call on the passthrough submit path).
         // SAFETY: the disk is allocated while the reference is held (type invariant); its queue
         // lives as long as the disk.
-        unsafe { helpers::rnvme_glue_disk_max_hw_bytes(self.disk.as_ptr()) }
+        let sectors = unsafe { (*(*self.disk.as_ptr()).queue).limits.max_hw_sectors };
+        u32::try_from(u64::from(sectors) << 9).unwrap_or(u32::MAX)
     }
 }
 
