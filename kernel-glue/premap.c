@@ -332,18 +332,12 @@ void rnvme_glue_debugfs_counters_add(void *p, u32 i, s64 v)
 		this_cpu_add(c->v[i], v);
 }
 
-void rnvme_glue_debugfs_counters_add_range(void *p, u32 first, const s64 *v, u32 n)
+s64 __percpu *rnvme_glue_debugfs_counters_percpu(void *p, u32 *n)
 {
 	struct rnvme_counters *c = p;
-	s64 __percpu *dst;
-	u32 k;
 
-	if (first >= c->n)
-		return;
-	n = min(n, c->n - first);
-	dst = c->v + first;
-	for (k = 0; k < n; k++)
-		this_cpu_add(dst[k], v[k]);
+	*n = c->n;
+	return c->v;
 }
 
 s64 rnvme_glue_debugfs_counters_get(void *p, u32 i)

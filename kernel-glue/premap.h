@@ -78,10 +78,11 @@ void *rnvme_glue_debugfs_counters_create(const char *dir, const char *file,
  */
 void rnvme_glue_debugfs_counters_add(void *c, u32 i, s64 v);
 /*
- * Adds v[k] to counter first + k for k in [0, n) (counters past the last are ignored): the
- * counters a path updates together, in one call.
+ * The per-CPU base of the n counters (a __percpu pointer: counter i of this CPU is at
+ * this_cpu_ptr(base) + i), with n in *n: for callers that add with this_cpu_add() themselves
+ * (kernel_glue::debugfs, one gs-relative instruction on x86-64). Valid until destroy.
  */
-void rnvme_glue_debugfs_counters_add_range(void *c, u32 first, const s64 *v, u32 n);
+s64 __percpu *rnvme_glue_debugfs_counters_percpu(void *c, u32 *n);
 /* Counter i's value: the sum over the CPUs (0 for i >= n). Any context. */
 s64 rnvme_glue_debugfs_counters_get(void *c, u32 i);
 /* Removes the file (waiting for readers) and frees the counters. */

@@ -14,19 +14,28 @@ use crate::helpers;
 /// each; the file is removed on drop. Each CPU updates its own copy (`this_cpu_add()`), so
 /// counting on the I/O path writes no cache line another CPU writes too; a read sums them.
 ///
+/// On x86-64 SMP kernels a counter is added by one `add` to its `%gs`-relative per-CPU address,
+/// inline, as C's `this_cpu_add()` compiles (`arch/x86/include/asm/percpu.h`); elsewhere by a
+/// call into the glue, which uses `this_cpu_add()` itself.
+///
 /// # Invariants
 ///
 /// `raw` is a handle from `rnvme_glue_debugfs_counters_create` with `names.len()` counters
-/// whose name table is `names`, destroyed only by the drop.
+/// whose name table is `names`, destroyed only by the drop. `percpu` is the handle's per-CPU
+/// base (`rnvme_glue_debugfs_counters_percpu`), `n` counters of 8 bytes per CPU, allocated
+/// until the drop.
 pub struct DebugCounters {
     raw: NonNull<c_void>,
     names: KVec<*const kernel::ffi::c_char>,
+    percpu: *mut i64,
+    n: usize,
 }
 
-// SAFETY: atomic counters; the name pointers are static strings; the handle may be destroyed
-// from any thread that may sleep.
+// SAFETY: per-CPU counters, each added to by one instruction on its own CPU (or by the glue's
+// `this_cpu_add()`) and read by summing; the name pointers are static strings; the handle may
+// be destroyed from any thread that may sleep.
 unsafe impl Send for DebugCounters {}
-// SAFETY: `&DebugCounters` only adds to and reads atomics.
+// SAFETY: `&DebugCounters` only adds to this CPU's copies (one instruction each) and reads sums.
 unsafe impl Sync for DebugCounters {}
 
 impl fmt::Debug for DebugCounters {
@@ -69,39 +78,66 @@ impl DebugCounters {
             )
         };
         let raw = NonNull::new(raw).ok_or(ENOMEM)?;
-        // INVARIANT: created just above with `table`.
-        Ok(Self { raw, names: table })
+        let mut n = 0u32;
+        // SAFETY: `raw` is a live handle (created just above); `n` is writable.
+        let percpu = unsafe { helpers::rnvme_glue_debugfs_counters_percpu(raw.as_ptr(), &mut n) };
+        // INVARIANT: created just above with `table`; `percpu` and `n` are its counters.
+        Ok(Self {
+            raw,
+            names: table,
+            percpu,
+            n: n as usize,
+        })
+    }
+
+    /// Adds `v` to this CPU's copy of counter `i`, which must be below `self.n`.
+    #[inline(always)]
+    fn add_this_cpu(&self, i: usize, v: i64) {
+        #[cfg(all(target_arch = "x86_64", CONFIG_SMP))]
+        {
+            // The per-CPU address of counter `i`: an offset from this CPU's `%gs` base, never
+            // dereferenced as a plain pointer.
+            let addr = (self.percpu as usize).wrapping_add(i.wrapping_mul(8));
+            // SAFETY: `i < n` (caller), so `addr` is counter `i` of the live per-CPU
+            // allocation (type invariant), which `%gs` relocates to this CPU's copy. One
+            // read-modify-write instruction: an interrupt or a migration cannot split it, as
+            // with `this_cpu_add()`. Only the flags and that counter change.
+            unsafe {
+                core::arch::asm!(
+                    "add qword ptr gs:[{addr}], {v}",
+                    addr = in(reg) addr,
+                    v = in(reg) v,
+                    options(nostack)
+                )
+            };
+        }
+        #[cfg(not(all(target_arch = "x86_64", CONFIG_SMP)))]
+        // SAFETY: `raw` is live while `self` is (type invariant); `i < n` fits the helper's
+        // `u32` (the handle was made with a `u32` count), which may be called from any context.
+        unsafe {
+            helpers::rnvme_glue_debugfs_counters_add(self.raw.as_ptr(), i as u32, v)
+        };
     }
 
     /// Adds `v` to counter `idx` (ignored past the last), in this CPU's copy.
     #[inline]
     pub fn add(&self, idx: usize, v: i64) {
-        let Ok(i) = u32::try_from(idx) else {
-            return;
-        };
-        // SAFETY: `raw` is live while `self` is (type invariant); the helper ignores an index
-        // past the last and may be called from any context.
-        unsafe { helpers::rnvme_glue_debugfs_counters_add(self.raw.as_ptr(), i, v) };
+        if idx < self.n {
+            self.add_this_cpu(idx, v);
+        }
     }
 
     /// Adds `vals[k]` to counter `first + k` for each `k` (those past the last are ignored), in
-    /// this CPU's copies: counters a path updates together, in one call instead of one each.
+    /// this CPU's copies: counters a path updates together.
     #[inline]
     pub fn add_range(&self, first: usize, vals: &[i64]) {
-        let (Ok(first), Ok(n)) = (u32::try_from(first), u32::try_from(vals.len())) else {
-            return;
-        };
-        // SAFETY: `raw` is live while `self` is (type invariant); `vals` holds `n` values for
-        // the duration of the call; the helper ignores counters past the last and may be
-        // called from any context.
-        unsafe {
-            helpers::rnvme_glue_debugfs_counters_add_range(
-                self.raw.as_ptr(),
-                first,
-                vals.as_ptr(),
-                n,
-            )
-        };
+        for (k, &v) in vals.iter().enumerate() {
+            let i = first.saturating_add(k);
+            if i >= self.n {
+                return;
+            }
+            self.add_this_cpu(i, v);
+        }
     }
 
     /// Counter `idx`'s value, summed over the CPUs (0 past the last).

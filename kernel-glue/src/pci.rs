@@ -87,6 +87,12 @@ impl Device {
         self.raw_dev.as_ptr()
     }
 
+    /// As [`Device::device_raw`], known not to be null.
+    #[inline]
+    pub(crate) fn device_nonnull(&self) -> NonNull<bindings::device> {
+        self.raw_dev
+    }
+
     /// The device's name (`pci_name()`, e.g. `0000:00:04.0`).
     pub fn name(&self) -> &CStr {
         // SAFETY: by the type invariant `pdev` is valid; `pci_name` returns the NUL-terminated

@@ -18,6 +18,79 @@ use kernel::{alloc::KBox, bindings, prelude::*, types::Opaque};
 
 use crate::helpers;
 
+/// `spin_lock(lock)`: `raw_spin_lock(&lock->rlock)` (`include/linux/spinlock.h`), which is the
+/// kernel's out-of-line `_raw_spin_lock()` unless the architecture inlines it
+/// (`include/linux/spinlock_api_smp.h`); called directly, not through a helper of the glue.
+///
+/// # Safety
+///
+/// `lock` is an initialised `spinlock_t`.
+#[inline(always)]
+unsafe fn spin_lock(lock: *mut bindings::spinlock_t) {
+    #[cfg(not(any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_LOCK)))]
+    // SAFETY: `rlock`, the `raw_spinlock_t` that `spin_lock()` takes, is the first member of an
+    // initialised `spinlock_t` (function contract) when it is not an RT mutex.
+    unsafe {
+        bindings::_raw_spin_lock(lock.cast())
+    };
+    #[cfg(any(CONFIG_PREEMPT_RT, CONFIG_INLINE_SPIN_LOCK))]
+    // SAFETY: an initialised `spinlock_t` (function contract).
+    unsafe {
+        helpers::rnvme_glue_spin_lock(lock)
+    };
+}
+
+/// `spin_unlock(lock)`. Where C inlines it to a single release store (x86-64 queued spinlocks
+/// without lock debugging, lockdep, a preemption count or paravirtual spinlocks:
+/// `queued_spin_unlock()` in `include/asm-generic/qspinlock.h`, which clears the lock byte,
+/// byte 0 of the lock), so is it here; in any other configuration the glue's helper calls
+/// `spin_unlock()` itself.
+///
+/// # Safety
+///
+/// `lock` is an initialised `spinlock_t` held by the caller, taken with [`spin_lock`].
+#[inline(always)]
+unsafe fn spin_unlock(lock: *mut bindings::spinlock_t) {
+    #[cfg(all(
+        target_arch = "x86_64",
+        CONFIG_QUEUED_SPINLOCKS,
+        not(any(
+            CONFIG_PARAVIRT_SPINLOCKS,
+            CONFIG_DEBUG_SPINLOCK,
+            CONFIG_DEBUG_LOCK_ALLOC,
+            CONFIG_PREEMPT_COUNT,
+            CONFIG_UNINLINE_SPIN_UNLOCK,
+            CONFIG_PREEMPT_RT
+        ))
+    ))]
+    {
+        // In this configuration a `spinlock_t` is the bare 4-byte `qspinlock`.
+        const _: () = assert!(core::mem::size_of::<bindings::spinlock_t>() == 4);
+        // SAFETY: the lock is live and aligned (function contract); its byte 0 is the
+        // `locked` byte, which the holder clears with release ordering, as
+        // `smp_store_release(&lock->locked, 0)` does. Nothing else needs undoing: no lockdep,
+        // debug owner or preemption count was touched by `spin_lock()` here.
+        unsafe { core::sync::atomic::AtomicU8::from_ptr(lock.cast::<u8>()) }
+            .store(0, core::sync::atomic::Ordering::Release);
+    }
+    #[cfg(not(all(
+        target_arch = "x86_64",
+        CONFIG_QUEUED_SPINLOCKS,
+        not(any(
+            CONFIG_PARAVIRT_SPINLOCKS,
+            CONFIG_DEBUG_SPINLOCK,
+            CONFIG_DEBUG_LOCK_ALLOC,
+            CONFIG_PREEMPT_COUNT,
+            CONFIG_UNINLINE_SPIN_UNLOCK,
+            CONFIG_PREEMPT_RT
+        ))
+    )))]
+    // SAFETY: an initialised `spinlock_t` held by the caller (function contract).
+    unsafe {
+        helpers::rnvme_glue_spin_unlock(lock)
+    };
+}
+
 /// Data of type `T` behind an IRQ-safe spinlock.
 ///
 /// # Invariants
@@ -71,7 +144,7 @@ impl<T> IrqSpinLock<T> {
     pub fn lock_in_irq<'a>(&'a self, _irq: &'a crate::irq::HardIrq<'_>) -> IrqSpinLockGuard<'a, T> {
         // SAFETY: initialised lock (type invariant); interrupts are off (`HardIrq` invariant),
         // so no interrupt handler can take it on this CPU while it is held.
-        unsafe { helpers::rnvme_glue_spin_lock(self.lock.get()) };
+        unsafe { spin_lock(self.lock.get()) };
         IrqSpinLockGuard {
             lock: self,
             flags: None,
@@ -115,8 +188,8 @@ impl<T> Drop for IrqSpinLockGuard<'_, T> {
             Some(flags) => unsafe {
                 helpers::rnvme_glue_spin_unlock_irqrestore(self.lock.lock.get(), flags)
             },
-            // SAFETY: the lock is held by this guard, taken without saving flags.
-            None => unsafe { helpers::rnvme_glue_spin_unlock(self.lock.lock.get()) },
+            // SAFETY: the lock is held by this guard, taken by `spin_lock` without saving flags.
+            None => unsafe { spin_unlock(self.lock.lock.get()) },
         }
     }
 }
@@ -165,7 +238,7 @@ impl<T> SpinLock<T> {
     /// hard-IRQ handler.
     pub fn lock(&self) -> SpinLockGuard<'_, T> {
         // SAFETY: initialised lock (type invariant).
-        unsafe { helpers::rnvme_glue_spin_lock(self.lock.get()) };
+        unsafe { spin_lock(self.lock.get()) };
         SpinLockGuard { lock: self }
     }
 }
@@ -198,8 +271,8 @@ impl<T> DerefMut for SpinLockGuard<'_, T> {
 
 impl<T> Drop for SpinLockGuard<'_, T> {
     fn drop(&mut self) {
-        // SAFETY: the lock is held by this guard.
-        unsafe { helpers::rnvme_glue_spin_unlock(self.lock.lock.get()) };
+        // SAFETY: the lock is held by this guard, taken by `spin_lock`.
+        unsafe { spin_unlock(self.lock.lock.get()) };
     }
 }
 

@@ -235,6 +235,12 @@ enum HeapMapping {
 }
 
 /// The resources of a request's command: what must live until completion.
+///
+/// # Invariants
+///
+/// A value lives only in a request's owned state ([`IoOwned`], built in place by
+/// [`IoOps::prep`] and never moved out), so it never outlives the tag set's [`IoData`]: its
+/// inline mappings use `IoData::dev` without a reference of their own.
 pub(crate) struct RqOwned {
     /// Mappings of up to [`INLINE_SEGS`] data segments, held in the request's PDU (unmapped
     /// on drop).
@@ -285,13 +291,18 @@ impl RqOwned {
         dir: Direction,
     ) -> Result<(&[MappedSegment], &mut Option<ListPages>)> {
         if self.inline.is_some() || self.boxed.is_some() {
-            // Mapped already (the contract says none is): refused, never replaced. The check
-            // also tells the compiler the slots below are empty, which spares a drop call per
-            // I/O for the value `insert` would replace.
+            // Mapped already (the contract says none is): refused, never replaced.
             return Err(EINVAL);
         }
         if let Some(seg) = rq.single_segment() {
-            let m = self.inline.insert(Mapping::new(&data.dev, dir));
+            // `get_or_insert_with`, not `insert`: the slot is empty, and no drop call per I/O
+            // for the value `insert` would replace.
+            let m = self.inline.get_or_insert_with(|| {
+                // SAFETY: `self` lives only in a request's owned state (type invariant), which
+                // never outlives the tag set's data (`Operations::Owned`), and `data` is that
+                // data, which holds the device.
+                unsafe { Mapping::new_unheld(&data.dev, dir) }
+            });
             // SAFETY: as in `map_data`: the request's data, kept until it ends; the mapping is
             // dropped before.
             unsafe { m.map(&seg) }?;
@@ -310,7 +321,10 @@ impl RqOwned {
                 Err(e) => return Err(e),
             }
         } else if usize::from(rq.nr_phys_segments()) <= INLINE_SEGS {
-            let m = self.inline.insert(Mapping::new(&data.dev, dir));
+            let m = self.inline.get_or_insert_with(|| {
+                // SAFETY: as above.
+                unsafe { Mapping::new_unheld(&data.dev, dir) }
+            });
             match map_data(rq, m) {
                 Ok(()) => {}
                 // More than counted: unmapped, mapped again below.

@@ -4,7 +4,7 @@
 //!
 //! C header: [`include/linux/dma-mapping.h`](srctree/include/linux/dma-mapping.h)
 
-use core::mem::MaybeUninit;
+use core::{mem::MaybeUninit, ptr::NonNull};
 
 use bvec::Bvec;
 use kernel::{bindings, prelude::*, sync::Arc};
@@ -54,19 +54,31 @@ pub struct MappedSegment {
 ///
 /// # Invariants
 ///
+/// `dev` is a live device while the value lives: `hold` keeps a reference on it, or (`hold`
+/// empty, [`Mapping::new_unheld`]) its maker guaranteed that it outlives the value.
 /// `n <= N`, and the first `n` entries of `segs` are initialised and are live
 /// `dma_map_page_attrs` mappings for `dev` in direction `dir`, unmapped only by the drop (or
 /// not at all, where unmapping them does nothing). The
 /// entries after them are never read: a table is not cleared when it is made (for the
 /// 128-entry table of a large request that was a 2 KiB `memset` per I/O).
 pub struct Mapping<const N: usize> {
-    /// Shared through an `Arc`: a mapping made per I/O takes a plain reference count, not a
-    /// `get_device()`/`put_device()` pair (three calls each way).
-    dev: Arc<pci::Device>,
+    /// The device the segments are mapped for.
+    dev: NonNull<bindings::device>,
+    /// Keeps `dev` alive: a plain reference count, not a `get_device()`/`put_device()` pair
+    /// (three calls each way). Empty for a mapping whose maker guarantees the device outlives
+    /// it (a request's mapping: its tag set's data holds the device), which spares the two
+    /// reference count calls per I/O that the C driver does not make either.
+    hold: Option<Arc<pci::Device>>,
     dir: Direction,
     segs: [MaybeUninit<MappedSegment>; N],
     n: usize,
 }
+
+// SAFETY: `dev` is only passed to the DMA API, which may be called from any thread; the rest
+// is plain data and an `Arc` of a `Send + Sync` device.
+unsafe impl<const N: usize> Send for Mapping<N> {}
+// SAFETY: `&Mapping` only reads the segment table.
+unsafe impl<const N: usize> Sync for Mapping<N> {}
 
 impl<const N: usize> core::fmt::Debug for Mapping<N> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -80,9 +92,28 @@ impl<const N: usize> core::fmt::Debug for Mapping<N> {
 impl<const N: usize> Mapping<N> {
     /// An empty mapping set for `dev`, to which segments are added with [`Mapping::map`].
     pub fn new(dev: &Arc<pci::Device>, dir: Direction) -> Self {
-        // INVARIANT: no mapping yet.
+        // INVARIANT: no mapping yet; `hold` keeps the device alive.
         Self {
-            dev: dev.clone(),
+            dev: dev.device_nonnull(),
+            hold: Some(dev.clone()),
+            dir,
+            segs: [MaybeUninit::uninit(); N],
+            n: 0,
+        }
+    }
+
+    /// As [`Mapping::new`], without taking a reference on `dev`.
+    ///
+    /// # Safety
+    ///
+    /// `dev` must stay alive until the value is dropped (e.g. a request's mapping, whose tag
+    /// set's data holds the device and is released only after every request's state is
+    /// dropped: [`crate::block::mq::Operations::Owned`]).
+    pub unsafe fn new_unheld(dev: &pci::Device, dir: Direction) -> Self {
+        // INVARIANT: no mapping yet; the caller keeps the device alive.
+        Self {
+            dev: dev.device_nonnull(),
+            hold: None,
             dir,
             segs: [MaybeUninit::uninit(); N],
             n: 0,
@@ -102,11 +133,12 @@ impl<const N: usize> Mapping<N> {
         // the table is written once below, and the table is an array of `MaybeUninit`, which
         // needs no initialisation, so the value is initialised before `assume_init`.
         unsafe {
-            core::ptr::addr_of_mut!((*p).dev).write(dev.clone());
+            core::ptr::addr_of_mut!((*p).dev).write(dev.device_nonnull());
+            core::ptr::addr_of_mut!((*p).hold).write(Some(dev.clone()));
             core::ptr::addr_of_mut!((*p).dir).write(dir);
             core::ptr::addr_of_mut!((*p).n).write(0);
         }
-        // INVARIANT: no mapping yet.
+        // INVARIANT: no mapping yet; `hold` keeps the device alive.
         // SAFETY: all fields initialised above.
         Ok(unsafe { b.assume_init() })
     }
@@ -126,7 +158,7 @@ impl<const N: usize> Mapping<N> {
         // The entry after the live ones (none when `N` are mapped); a field of its own, so
         // `dev` and `dir` stay readable below.
         let slot = self.segs.get_mut(self.n).ok_or(ENOSPC)?;
-        let dev = self.dev.device_raw();
+        let dev = self.dev.as_ptr();
         // SAFETY: `dev` is valid; `seg` is `len` bytes at `offset` in physically contiguous
         // pages starting at `page` (the `Bvec` invariant and the function contract).
         let addr = unsafe {
@@ -172,16 +204,16 @@ impl<const N: usize> Drop for Mapping<N> {
         if self.n == 0 {
             return;
         }
-        // SAFETY: `dev` is a valid device (reference held). Asked after the mappings were
+        // SAFETY: `dev` is a live device (type invariant). Asked after the mappings were
         // made: a bounce in any of them would have made it true (the helper's contract).
-        if !unsafe { helpers::rnvme_glue_dma_need_unmap(self.dev.device_raw()) } {
+        if !unsafe { helpers::rnvme_glue_dma_need_unmap(self.dev.as_ptr()) } {
             return;
         }
         for s in self.segments() {
             // SAFETY: a live mapping of `dev` in `dir` (type invariant), unmapped once here.
             unsafe {
                 bindings::dma_unmap_page_attrs(
-                    self.dev.device_raw(),
+                    self.dev.as_ptr(),
                     s.addr,
                     s.len as usize,
                     self.dir.raw(),

@@ -30,6 +30,11 @@ pub trait Operations: Sized + 'static {
     /// allocates the request.
     type Shared: Send + Sync + Default;
     /// Per-request state touched only by the request's owner ([`OwnedRequest`]).
+    ///
+    /// A value left in its request is dropped by the driver or, at the latest, by the
+    /// request's `exit_request`, which `blk_mq_free_tag_set()` calls before the tag set
+    /// releases its [`Operations::Data`]: it never outlives the tag set's data (so it may
+    /// borrow what that data holds without a reference count of its own).
     type Owned: Send;
 
     /// Starts `rq` on hardware queue `hctx_idx`; `last` is false when more requests follow
