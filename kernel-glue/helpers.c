@@ -372,17 +372,6 @@ bool rnvme_glue_blk_should_fake_timeout(struct request *rq)
 	return blk_should_fake_timeout(rq->q);
 }
 
-bool rnvme_glue_blk_mq_complete_batched(struct request *rq, struct io_comp_batch *iob,
-					bool is_error, void (*complete)(struct io_comp_batch *iob))
-{
-	if (blk_mq_complete_request_remote(rq))
-		return false;
-	if (blk_mq_add_to_batch(rq, iob, is_error, complete))
-		return true;
-	rq->q->mq_ops->complete(rq);
-	return false;
-}
-
 /* Disks of this module: an open disk holds a reference on THIS_MODULE. */
 static const struct block_device_operations rnvme_glue_disk_fops = {
 	.owner = THIS_MODULE,

@@ -143,15 +143,6 @@ struct request *rnvme_glue_blk_mq_rq_from_pdu(void *pdu);
 /* blk_should_fake_timeout(): fault injection (fail_io_timeout) asks to drop this completion. */
 bool rnvme_glue_blk_should_fake_timeout(struct request *rq);
 /*
- * blk_mq_complete_request() with a completion batch, as nvme_handle_cqe() does in
- * drivers/nvme/host/pci.c: unless blk-mq completes `rq` on another CPU
- * (blk_mq_complete_request_remote()), adds it to `iob` (blk_mq_add_to_batch(rq, iob, is_error,
- * complete); `iob` may be NULL) or, when it cannot be batched, calls the queue's ->complete()
- * here. Returns true when `rq` was added to the batch.
- */
-bool rnvme_glue_blk_mq_complete_batched(struct request *rq, struct io_comp_batch *iob,
-					bool is_error, void (*complete)(struct io_comp_batch *iob));
-/*
  * Whether atomic write rq fits its queue's atomic write limits: at most
  * queue_atomic_write_unit_max_bytes(), and within one queue_atomic_write_boundary_bytes() unit
  * when there is a boundary (as nvme_valid_atomic_write() in drivers/nvme/host/core.c checks).

@@ -162,6 +162,7 @@ impl RqShared {
     /// `end_io` reads the result from [`RqShared::pt`], stored before this). A failed one is
     /// not (6.12 would batch it whatever its error): a batch ends every request with status 0,
     /// so it is completed alone and its `end_io` gets its own status (`docs/DEVIATIONS.md`).
+    #[inline]
     fn complete(rq: &Request<IoOps>, status: u8, batch: Option<&mut CompBatch<'_>>) -> Completed {
         let sh = rq.shared();
         if sh.completing.swap(true, Ordering::AcqRel) {

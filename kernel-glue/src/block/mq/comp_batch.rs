@@ -47,9 +47,56 @@ impl<'a> CompBatch<'a> {
         })
     }
 
-    /// The C batch.
-    pub(crate) fn as_raw(&mut self) -> *mut bindings::io_comp_batch {
-        self.raw.as_ptr()
+    /// `blk_mq_add_to_batch(rq, iob, is_error, complete)` (`include/linux/blk-mq.h`), an inline
+    /// function in C, written here from the bindgen layouts so that a completion makes no call
+    /// for it: adds `rq` to the batch unless it has I/O scheduler tags, or is not a passthrough
+    /// request and has an `end_io` or `is_error`, or the batch already ends its requests with
+    /// another callback than `complete`. Returns whether it was added.
+    ///
+    /// # Safety
+    ///
+    /// `rq` is a live request completed once and handed to this batch's owner, not in any
+    /// list; `complete` ends every request of a batch holding `rq`.
+    #[inline]
+    pub(crate) unsafe fn add(
+        &mut self,
+        rq: NonNull<bindings::request>,
+        is_error: bool,
+        complete: unsafe extern "C" fn(*mut bindings::io_comp_batch),
+    ) -> bool {
+        // SAFETY: a live request that only the caller touches now (function contract).
+        let r = unsafe { &mut *rq.as_ptr() };
+        if r.rq_flags & (1 << bindings::__RQF_SCHED_TAGS) != 0 {
+            return false;
+        }
+        // `blk_rq_is_passthrough()`.
+        let op = r.cmd_flags & ((1u32 << bindings::REQ_OP_BITS) - 1);
+        let passthrough =
+            op == bindings::req_op_REQ_OP_DRV_IN || op == bindings::req_op_REQ_OP_DRV_OUT;
+        if !passthrough && (r.end_io.is_some() || is_error) {
+            return false;
+        }
+        // SAFETY: a valid batch only this value's owner uses (type invariant).
+        let b = unsafe { &mut *self.raw.as_ptr() };
+        match b.complete {
+            None => b.complete = Some(complete),
+            Some(c) if c as usize == complete as usize => {}
+            Some(_) => return false,
+        }
+        // `blk_mq_need_time_stamp()`.
+        let ts = (1 << bindings::__RQF_IO_STAT)
+            | (1 << bindings::__RQF_STATS)
+            | (1 << bindings::__RQF_USE_SCHED);
+        if !passthrough && r.rq_flags & ts != 0 {
+            b.need_ts = true;
+        }
+        // `rq_list_add_head()`.
+        r.__bindgen_anon_1.rq_next = b.req_list.head;
+        b.req_list.head = rq.as_ptr();
+        if b.req_list.tail.is_null() {
+            b.req_list.tail = rq.as_ptr();
+        }
+        true
     }
 }
 

@@ -195,7 +195,7 @@ impl<T: Operations> OperationsVTable<T> {
     ///
     /// Only the kernel calls it, with arguments that satisfy its C contract (see the
     /// comments in the body).
-    unsafe extern "C" fn complete_callback(rq: *mut bindings::request) {
+    pub(crate) unsafe extern "C" fn complete_callback(rq: *mut bindings::request) {
         // SAFETY: blk-mq calls `complete` once per `blk_mq_complete_request`, handing the
         // request back to the driver exclusively; its queue is ours.
         let (data, rq) = unsafe {

@@ -251,19 +251,26 @@ impl<T: Operations> Request<T> {
     /// [`Operations::end_batched`] and ends it with `BLK_STS_OK`. Returns whether it was
     /// batched. The caller must make sure this happens once per submission, and must not
     /// batch a request whose `end_io` needs another status than 0.
+    #[inline]
     pub fn complete_batched(&self, batch: Option<&mut CompBatch<'_>>, is_error: bool) -> bool {
-        let iob = batch.map_or(core::ptr::null_mut(), |b| b.as_raw());
-        // SAFETY: live request owned by the device, completed once (caller); `iob` is null or
-        // a valid batch only this caller uses; the callback ends requests of a tag set of `T`,
-        // which is what a batch holding it contains (it is stored only from here).
-        unsafe {
-            helpers::rnvme_glue_blk_mq_complete_batched(
-                self.raw(),
-                iob,
-                is_error,
-                Some(OperationsVTable::<T>::complete_batch_callback),
-            )
+        let rq = self.raw();
+        // SAFETY: live request owned by the device, completed once (caller).
+        if unsafe { bindings::blk_mq_complete_request_remote(rq) } {
+            // Completed on the submitting CPU (its `complete` runs there).
+            return false;
         }
+        if let (Some(b), Some(r)) = (batch, NonNull::new(rq)) {
+            // SAFETY: completed once and now this caller's (`complete_request_remote` kept it
+            // here), in no list; the callback ends requests of a tag set of `T`, which is what
+            // a batch holding it contains (it is stored only from here).
+            if unsafe { b.add(r, is_error, OperationsVTable::<T>::complete_batch_callback) } {
+                return true;
+            }
+        }
+        // `rq->q->mq_ops->complete(rq)`, which for a request of a tag set of `T` is this.
+        // SAFETY: completed once, here; its queue is one of `T`'s.
+        unsafe { OperationsVTable::<T>::complete_callback(rq) };
+        false
     }
 
     /// Calls `f` with each bio's range (first sector, bytes), in order.
