@@ -10,8 +10,8 @@
 #      --cases 1000000);
 #   2. fault-injection run (skipped with --no-inject): the module loaded with inject_fault=1
 #      (tests/qemu/guest-tests/selftest/90-iovstack-inject-fault.sh) must make the run FAIL,
-#      and the console log must show why: a non-zero mismatch count, FAIL lines for both the
-#      iov and the bio differential, and `selftest: FAIL`.
+#      and the console log must show why: a non-zero mismatch count, FAIL lines for the iov,
+#      the bio and the batch differential, and `selftest: FAIL`.
 #      This proves a mismatch reaches the harness as a failure.
 # Uses tests/qemu/mkinitramfs.sh and tests/qemu/run-guest.sh; logs under $RNVME_WORK/logs/.
 # Exit 0 iff both runs behaved as required.
@@ -82,6 +82,8 @@ if ((inject)); then
     grep -aqE '^FAIL: iovstack-differential' "$log2" || why+=("no 'FAIL: iovstack-differential' line")
     grep -aqE '^FAIL: iovstack-bio-differential' "$log2" ||
         why+=("no 'FAIL: iovstack-bio-differential' line")
+    grep -aqE '^FAIL: iovstack-batch-differential' "$log2" ||
+        why+=("no 'FAIL: iovstack-batch-differential' line")
     grep -aqE 'iovstack: selftest: FAIL' "$log2" || why+=("no 'selftest: FAIL' line")
     if ((${#why[@]})); then
         log "fault-injection run: FAIL ($(IFS=';'; echo "${why[*]}")); log $log2"

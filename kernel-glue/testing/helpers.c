@@ -4,6 +4,7 @@
  * or macro it is named after.
  */
 #include <linux/bio.h>
+#include <linux/blk-mq.h>
 #include <linux/blkdev.h>
 #include <linux/bvec.h>
 #include <linux/folio_queue.h>
@@ -241,4 +242,10 @@ int rnvme_glue_bio_split_to_limits(struct gendisk *disk, const struct bio_vec *t
 	bio_uninit(bio);
 	kfree(bio);
 	return err;
+}
+
+bool rnvme_glue_test_blk_mq_add_to_batch(struct request *rq, struct io_comp_batch *iob,
+					 bool is_error, void (*complete)(struct io_comp_batch *))
+{
+	return blk_mq_add_to_batch(rq, iob, is_error, complete);
 }

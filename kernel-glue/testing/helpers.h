@@ -13,6 +13,8 @@
 
 struct bio_vec;
 struct gendisk;
+struct io_comp_batch;
+struct request;
 struct bvec_iter;
 struct folio_queue;
 struct iov_iter;
@@ -104,5 +106,11 @@ int rnvme_glue_bio_split_to_limits(struct gendisk *disk, const struct bio_vec *t
 				   unsigned short nr, unsigned int op, u64 sector,
 				   unsigned int size, unsigned int *front, unsigned int *rest,
 				   bool *queued);
+/*
+ * The kernel's blk_mq_add_to_batch(rq, iob, is_error, complete) (include/linux/blk-mq.h, an inline
+ * function), for the differential test of kernel_glue's copy of it.
+ */
+bool rnvme_glue_test_blk_mq_add_to_batch(struct request *rq, struct io_comp_batch *iob,
+					 bool is_error, void (*complete)(struct io_comp_batch *));
 
 #endif /* RNVME_KERNEL_GLUE_TESTING_HELPERS_H */

@@ -18,14 +18,19 @@
 //!    and by the kernel's `bio_split_rw_at` on a real `struct bio` (see [`bio_diff`] for what
 //!    must be equal and the two documented deviations); then as many cases of queue-limit
 //!    validation and of `bio_split_to_limits` on real bios and a real queue (reads, writes,
-//!    discards, write-zeroes; see [`limits_diff`]), counted in the same summary line.
+//!    discards, write-zeroes; see [`limits_diff`]), counted in the same summary line;
+//! 4. **batch-differential**: every combination of the inputs of the kernel's
+//!    `blk_mq_add_to_batch()` through it and through `kernel_glue`'s copy of it, which `rnvme.ko`
+//!    runs for every completion it batches (see [`batch_diff`]).
 //!
 //! It prints `smoke: N checks, M failures`, `differential: N cases, M mismatches`,
-//! `bio-differential: N cases, M mismatches` and `selftest: PASS` or `selftest: FAIL`; on
+//! `bio-differential: N cases, M mismatches`, `batch-differential: N cases, M mismatches` and
+//! `selftest: PASS` or `selftest: FAIL`; on
 //! failure `init` returns `-EINVAL`, so `insmod` fails.
 //!
 //! Parameters (declared in `params.c`): `inject_fault=1` corrupts one byte of one of our results
-//! and one of our bio split results (the run must then fail), `seed=` and `cases=` choose the
+//! and one of our bio split and add-to-batch results (the run must then fail), `seed=` and
+//! `cases=` choose the
 //! random cases.
 //!
 //! This crate contains no `unsafe` code: everything that needs it is in `kernel-glue`.
@@ -34,6 +39,7 @@ use kernel::{c_str, prelude::*};
 use kernel_glue::params::{param_bool, param_uint};
 
 mod arena;
+mod batch_diff;
 mod bio_diff;
 mod bvec_diff;
 mod diff;
@@ -113,6 +119,18 @@ impl kernel::Module for IovstackSelftest {
             split.mismatches
         );
 
+        let batch = batch_diff::run(inject)?;
+        pr_info!(
+            "batch-differential outcomes: {} added to the batch, {} refused\n",
+            batch.added,
+            batch.cases - batch.added
+        );
+        pr_info!(
+            "batch-differential: {} cases, {} mismatches\n",
+            batch.cases,
+            batch.mismatches
+        );
+
         let pass = smoke.failed == 0
             && diff.mismatches == 0
             && diff.cases >= cases.min(MIN_CASES)
@@ -122,7 +140,10 @@ impl kernel::Module for IovstackSelftest {
             && split.cases >= MIN_CASES
             && split.whole > 0
             && split.front > 0
-            && split.cannot_split > 0;
+            && split.cannot_split > 0
+            && batch.mismatches == 0
+            && batch.added > 0
+            && batch.added < batch.cases;
         if pass {
             pr_info!("selftest: PASS\n");
             Ok(Self)

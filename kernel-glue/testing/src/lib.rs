@@ -15,7 +15,8 @@
 //! - [`c_iov`], [`c_bvec`], [`c_bio`]: the kernel's own `struct iov_iter`, `struct bvec_iter`
 //!   and `bio_split_rw_at`, for differential tests;
 //! - [`c_split`]: a gendisk whose queue limits the kernel validates, and `bio_split_to_limits`
-//!   on real bios.
+//!   on real bios;
+//! - [`c_batch`]: the kernel's `blk_mq_add_to_batch()` beside the production glue's copy.
 //!
 //! Built by Kbuild only (see `rnvme/selftest/Kbuild`), which adds `#![no_std]` and the kernel's
 //! lints.
@@ -26,6 +27,7 @@ mod pins;
 mod pool;
 mod user;
 
+pub mod c_batch;
 pub mod c_bio;
 pub mod c_bvec;
 pub mod c_iov;

@@ -6,6 +6,7 @@
 #   smoke: N checks, M failures
 #   differential: N cases, M mismatches
 #   bio-differential: N cases, M mismatches     (bio::split_rw_at vs the kernel's bio_split_rw_at)
+#   batch-differential: N cases, M mismatches   (kernel_glue's blk_mq_add_to_batch vs the kernel's)
 #   selftest: PASS | selftest: FAIL      (on FAIL, init returns -EINVAL and insmod fails)
 # Each is checked separately, so a failure says which part failed.
 . /lib/rnvme/lib.sh
@@ -32,6 +33,7 @@ cat /tmp/iovstack.log
 smoke=$(grep -E '^iovstack: smoke: [0-9]+ checks, [0-9]+ failures$' /tmp/iovstack.log | tail -n1)
 diffl=$(grep -E '^iovstack: differential: [0-9]+ cases, [0-9]+ mismatches$' /tmp/iovstack.log | tail -n1)
 biol=$(grep -E '^iovstack: bio-differential: [0-9]+ cases, [0-9]+ mismatches$' /tmp/iovstack.log | tail -n1)
+batchl=$(grep -E '^iovstack: batch-differential: [0-9]+ cases, [0-9]+ mismatches$' /tmp/iovstack.log | tail -n1)
 verdict=$(grep -E '^iovstack: selftest: (PASS|FAIL)$' /tmp/iovstack.log | tail -n1)
 
 if [ -z "$smoke" ]; then
@@ -59,6 +61,7 @@ check_differential() {
 }
 check_differential iovstack-differential "$diffl"
 check_differential iovstack-bio-differential "$biol"
+check_differential iovstack-batch-differential "$batchl"
 
 if [ "$rc" = 0 ] && [ "$verdict" = "iovstack: selftest: PASS" ]; then
     pass "iovstack-selftest (insmod ok, selftest: PASS)"

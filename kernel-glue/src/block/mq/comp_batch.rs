@@ -39,7 +39,7 @@ impl<'a> CompBatch<'a> {
     ///
     /// A non-null `iob` must be a valid `struct io_comp_batch` that only the caller uses for
     /// `'a`.
-    pub(crate) unsafe fn from_raw(iob: *mut bindings::io_comp_batch) -> Option<Self> {
+    pub unsafe fn from_raw(iob: *mut bindings::io_comp_batch) -> Option<Self> {
         // INVARIANT: function contract.
         Some(Self {
             raw: NonNull::new(iob)?,
@@ -58,7 +58,7 @@ impl<'a> CompBatch<'a> {
     /// `rq` is a live request completed once and handed to this batch's owner, not in any
     /// list; `complete` ends every request of a batch holding `rq`.
     #[inline]
-    pub(crate) unsafe fn add(
+    pub unsafe fn add(
         &mut self,
         rq: NonNull<bindings::request>,
         is_error: bool,
