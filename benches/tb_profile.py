@@ -18,7 +18,8 @@ drivers doing the same N I/Os can be compared function by function. Instructions
 under TCG an MMIO access or a locked instruction costs far more than an add.
 
 With --info (the plugin's info= file: per translated block its memory-operand instructions
-and its last instruction), also per run and mode (kernel, user), per I/O:
+and its last instruction), also per run and mode (kernel, user, and each module apart: `[rnvme]`,
+`[nvme]`, ... for the blocks in the module's own functions), per I/O:
 
   fio-insns-tb <workload> dev=<d> <mode>: blocks <b> insns <i> memops <m> ends <class>=<n> ...
 
@@ -27,7 +28,9 @@ Block ends by class: `ret`; direct `call`/`jmp`/`jcc` to the same guest page as 
 leave the translated code for a jump-cache lookup, as `ret` and `indirect` do); `irqon`
 (sti, popf: TCG leaves the translated code to look for interrupts), `sys` (syscall, sysret,
 iret, swapgs, wrmsr, rdmsr, mov to a control register, hlt, pause, rdtsc, port I/O), `other`
-(a block cut by a page end or the block size limit). And by function, the block ends after
+(a block cut by a page end or the block size limit). A module's `jcc-xpage` and `jmp-xpage`
+ends are mostly jumps inside one of its functions across a page boundary: where the linker put
+the code, not what the code does. And by function, the block ends after
 which QEMU looks the next block up in the vCPU's jump cache (`ret`, `indirect`, `*-xpage`; a
 miss there costs a hash-table lookup and a code-TLB probe):
   fio-exits <workload> dev=<d>: ios <n>, block ends with a jump-cache lookup per I/O: kernel <k>
@@ -35,6 +38,7 @@ miss there costs a hash-table lookup and a code-TLB probe):
   fio-exits-sym / fio-exits-diff                                          (as for fio-insns)
 
   python3 benches/tb_profile.py --dump D --system-map S --log L [--info I] [--top N] [--diff-top N]
+  python3 benches/tb_profile.py --self-test
 """
 
 import argparse
@@ -133,22 +137,37 @@ def parse_info(path):
     return info
 
 
-def block_report(wl, dev, ios, blocks, info):
-    """The fio-insns-tb lines of one run."""
-    for mode in ("kernel", "user"):
+def block_mode(addr, syms):
+    """`kernel` or `user` for the whole-mode lines, and the module's `[name]` for a block in a
+    module's function (else None)."""
+    mode = "kernel" if addr >= KERNEL_START else "user"
+    name = syms.name(addr) if mode == "kernel" else ""
+    module = name[name.rindex(" [") + 1:] if name.endswith("]") and " [" in name else None
+    return mode, module
+
+
+def block_report(wl, dev, ios, blocks, info, syms):
+    """The fio-insns-tb lines of one run: kernel, user, then each module in the kernel part."""
+    modes = collections.defaultdict(list)
+    for (addr, size), execs in blocks.items():
+        mode, module = block_mode(addr, syms)
+        modes[mode].append((addr, size, execs))
+        if module:
+            modes[module].append((addr, size, execs))
+    lines = []
+    for mode in ["kernel", "user"] + sorted(m for m in modes if m.startswith("[")):
         n = insns = memops = 0
         ends = collections.Counter()
-        for (addr, size), execs in blocks.items():
-            if (addr >= KERNEL_START) != (mode == "kernel"):
-                continue
+        for addr, size, execs in modes.get(mode, ()):
             mem, cls = info.get((addr, size), (0, "unknown"))
             n += execs
             insns += size * execs
             memops += mem * execs
             ends[cls] += execs
         classes = " ".join(f"{c}={v / ios:.1f}" for c, v in sorted(ends.items()))
-        print(f"fio-insns-tb {wl} dev={dev} {mode}: blocks {n / ios:.1f} insns {insns / ios:.1f} "
-              f"memops {memops / ios:.1f} ends {classes}")
+        lines.append(f"fio-insns-tb {wl} dev={dev} {mode}: blocks {n / ios:.1f} "
+                     f"insns {insns / ios:.1f} memops {memops / ios:.1f} ends {classes}")
+    return lines
 
 
 def parse_dump(path, misses=None):
@@ -231,7 +250,46 @@ def report(tag, what, runs, per_run, top, diff_top):
             print(f"{tag}-diff {wl} {s} rnvme {x:.1f} c {y:.1f} diff {x - y:+.1f}")
 
 
+def self_test():
+    """Block-end classes and the per-module lines on hand-made blocks."""
+    syms = Symbols()
+    syms.add(0xFFFFFFFF81000000, "T", "kfunc")
+    syms.add(0xFFFFFFFFA0000000, "t", "modf", "rmod")
+    syms.add(0xFFFFFFFFA0001000, "t", "modg", "rmod")
+    syms.finish()
+    # (block address, instructions) -> (memory operands, last instruction), as the plugin's
+    # info file gives them; 2 I/Os.
+    raw = {
+        (0x401000, 3): (1, "ret"),
+        (0xFFFFFFFF81000000, 4): (2, "call 0xffffffff81002000"),    # call-xpage
+        (0xFFFFFFFFA0000ff0, 2): (0, "jne 0xffffffffa0001008"),     # jcc-xpage (layout)
+        (0xFFFFFFFFA0000f00, 5): (1, "jmp 0xffffffffa0000f40"),     # jmp-page
+        (0xFFFFFFFFA0001008, 1): (0, "retq"),                       # ret
+        (0xFFFFFFFFA0001010, 2): (0, "popfq"),                      # irqon
+        (0xFFFFFFFFA0001020, 1): (0, "call *%rax"),                 # indirect
+    }
+    info = {k: (mem, end_class(k[0], last)) for k, (mem, last) in raw.items()}
+    blocks = {k: 2 for k in raw}
+    blocks[(0xFFFFFFFFA0000ff0, 2)] = 4
+    got = block_report("wl", "rnvme", 2, blocks, info, syms)
+    want = [
+        "fio-insns-tb wl dev=rnvme kernel: blocks 7.0 insns 17.0 memops 3.0 ends call-xpage=1.0 "
+        "indirect=1.0 irqon=1.0 jcc-xpage=2.0 jmp-page=1.0 ret=1.0",
+        "fio-insns-tb wl dev=rnvme user: blocks 1.0 insns 3.0 memops 1.0 ends ret=1.0",
+        "fio-insns-tb wl dev=rnvme [rmod]: blocks 6.0 insns 13.0 memops 1.0 ends indirect=1.0 "
+        "irqon=1.0 jcc-xpage=2.0 jmp-page=1.0 ret=1.0",
+    ]
+    if got != want:
+        print("tb_profile self-test FAILED:\n got  " + "\n      ".join(got) + "\n want " +
+              "\n      ".join(want), file=sys.stderr)
+        return 1
+    print(f"tb_profile self-test: {len(want)} block-end lines as expected")
+    return 0
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        sys.exit(self_test())
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dump", required=True)
     ap.add_argument("--system-map", required=True)
@@ -263,7 +321,7 @@ def main():
     report("fio-insns", "instructions", ios_of, per_run, a.top, a.diff_top)
     if info is not None:
         for wl, dev, ios, smark in runs:
-            block_report(wl, dev, ios, marks[smark], info)
+            print("\n".join(block_report(wl, dev, ios, marks[smark], info, syms)))
         per_run_exits = {
             (wl, dev): {s: n / ios for s, n in exits_by_symbol(marks[smark], syms, info).items()}
             for wl, dev, ios, smark in runs

@@ -47,7 +47,8 @@ stage "bounded fuzz runs" scripts/fuzz.sh "${RNVME_FUZZ_SECONDS:-30}"
 # of `scripts/profile-fio.sh --phases` the phase table (benches/phases.py) and the timers it
 # inserts into the C driver (benches/c_nvme_phases.py), and the jump-cache counters of the
 # QEMU built by scripts/build-qemu-debug.sh (benches/jump_cache.py) and its vCPU threads'
-# call chains (benches/qemu_vcpu_chains.py).
+# call chains (benches/qemu_vcpu_chains.py), and the block-end classes per mode and module of
+# `scripts/profile-fio.sh --insns` (benches/tb_profile.py).
 stage "host profile analysis self-test" benches/host_profile_selftest.sh
 stage "fio matrix statistics self-test" benches/plot_fio_selftest.sh
 stage "QEMU QD1 timeline analysis self-test" python3 benches/qemu_timeline.py --self-test
@@ -55,6 +56,7 @@ stage "QEMU batch analysis self-test" python3 benches/qemu_batches.py --self-tes
 stage "QEMU main-loop scheduling analysis self-test" python3 benches/qemu_sched.py --self-test
 stage "phase timer analysis self-test" python3 benches/phases.py --self-test
 stage "QEMU jump-cache counter analysis self-test" python3 benches/jump_cache.py --self-test
+stage "instruction-count block-end analysis self-test" python3 benches/tb_profile.py --self-test
 stage "QEMU vCPU call-chain analysis self-test" python3 benches/qemu_vcpu_chains.py --self-test
 stage "C driver phase timer edits self-test" python3 benches/c_nvme_phases.py --self-test
 if [ "${RNVME_SKIP_QEMU:-0}" != 1 ]; then
