@@ -15,12 +15,24 @@ use kernel_glue::block::mq::CompBatch;
 use crate::helpers;
 
 /// The batch callback a case passes (never called: the batches are never ended).
+///
+/// # Safety
+///
+/// None needed: it does nothing (`unsafe` only for the C callback's type).
 unsafe extern "C" fn passed_complete(_iob: *mut bindings::io_comp_batch) {}
 
 /// Another batch callback, which a case's batch may already hold (never called).
+///
+/// # Safety
+///
+/// None needed: it does nothing (`unsafe` only for the C callback's type).
 unsafe extern "C" fn other_complete(_iob: *mut bindings::io_comp_batch) {}
 
 /// An `end_io` callback a case's request may hold (never called).
+///
+/// # Safety
+///
+/// None needed: it does nothing (`unsafe` only for the C callback's type).
 unsafe extern "C" fn end_io_stub(
     _rq: *mut bindings::request,
     _status: bindings::blk_status_t,
@@ -140,13 +152,14 @@ pub fn run(case: &BatchCase) -> Result<(BatchOutcome, BatchOutcome)> {
     let kernel = c.outcome(added, case.nonempty);
 
     let mut r = Side::new(case)?;
-    // SAFETY: `r.iob` is a valid batch used only here for the borrow.
-    let mut batch = unsafe { CompBatch::from_raw(&mut r.iob) }.ok_or(EINVAL)?;
-    let rq = ptr::NonNull::from(&mut *r.rq);
-    // SAFETY: a live request of this function in no list but the case's own; the callback
-    // is never called (the batch is never ended).
-    let added = unsafe { batch.add(rq, case.is_error, passed_complete) };
-    drop(batch);
+    let added = {
+        // SAFETY: `r.iob` is a valid batch used only through this value in this block.
+        let mut batch = unsafe { CompBatch::from_raw(&mut r.iob) }.ok_or(EINVAL)?;
+        let rq = ptr::NonNull::from(&mut *r.rq);
+        // SAFETY: a live request of this function in no list but the case's own; the callback
+        // is never called (the batch is never ended).
+        unsafe { batch.add(rq, case.is_error, passed_complete) }
+    };
     let ours = r.outcome(added, case.nonempty);
     Ok((kernel, ours))
 }
