@@ -20,8 +20,9 @@
 //!   with a PDU, disks), [`error`] (errno and `blk_status_t`), [`time`] (`msleep`).
 //!
 //! The wrappers only the differential self-test needs (checked page memory, a user mapping, the
-//! kernel's own `iov_iter`/`bvec_iter`/bio split) are in the `kernel_glue_testing` crate
-//! (`kernel-glue/testing/`), so the driver module links none of them.
+//! kernel's own `iov_iter`/`bvec_iter`/bio split and `blk_mq_add_to_batch()`) are in the
+//! `kernel_glue_testing` crate (`kernel-glue/testing/`), so the driver module links none of
+//! them.
 //!
 //! Built by Kbuild only (see `rnvme/kbuild/crates.mk`), which adds `#![no_std]` and the kernel's
 //! lints.
