@@ -51,45 +51,34 @@ unsafe fn spin_lock(lock: *mut bindings::spinlock_t) {
 /// `lock` is an initialised `spinlock_t` held by the caller, taken with [`spin_lock`].
 #[inline(always)]
 unsafe fn spin_unlock(lock: *mut bindings::spinlock_t) {
-    #[cfg(all(
-        target_arch = "x86_64",
-        CONFIG_QUEUED_SPINLOCKS,
-        not(any(
-            CONFIG_PARAVIRT_SPINLOCKS,
-            CONFIG_DEBUG_SPINLOCK,
-            CONFIG_DEBUG_LOCK_ALLOC,
-            CONFIG_PREEMPT_COUNT,
-            CONFIG_UNINLINE_SPIN_UNLOCK,
-            CONFIG_PREEMPT_RT
-        ))
-    ))]
-    {
-        // In this configuration a `spinlock_t` is the bare 4-byte `qspinlock`.
-        const _: () = assert!(core::mem::size_of::<bindings::spinlock_t>() == 4);
+    if INLINE_SPIN_UNLOCK {
         // SAFETY: the lock is live and aligned (function contract); its byte 0 is the
         // `locked` byte, which the holder clears with release ordering, as
         // `smp_store_release(&lock->locked, 0)` does. Nothing else needs undoing: no lockdep,
         // debug owner or preemption count was touched by `spin_lock()` here.
         unsafe { core::sync::atomic::AtomicU8::from_ptr(lock.cast::<u8>()) }
             .store(0, core::sync::atomic::Ordering::Release);
+    } else {
+        // SAFETY: an initialised `spinlock_t` held by the caller (function contract).
+        unsafe { helpers::rnvme_glue_spin_unlock(lock) };
     }
-    #[cfg(not(all(
-        target_arch = "x86_64",
-        CONFIG_QUEUED_SPINLOCKS,
-        not(any(
-            CONFIG_PARAVIRT_SPINLOCKS,
-            CONFIG_DEBUG_SPINLOCK,
-            CONFIG_DEBUG_LOCK_ALLOC,
-            CONFIG_PREEMPT_COUNT,
-            CONFIG_UNINLINE_SPIN_UNLOCK,
-            CONFIG_PREEMPT_RT
-        ))
-    )))]
-    // SAFETY: an initialised `spinlock_t` held by the caller (function contract).
-    unsafe {
-        helpers::rnvme_glue_spin_unlock(lock)
-    };
 }
+
+/// Whether [`spin_unlock`] is the release store C inlines: the configuration named there, in
+/// which a `spinlock_t` is the bare 4-byte `qspinlock` (checked too; any other layout takes
+/// the glue's `spin_unlock()`).
+const INLINE_SPIN_UNLOCK: bool = cfg!(all(
+    target_arch = "x86_64",
+    CONFIG_QUEUED_SPINLOCKS,
+    not(any(
+        CONFIG_PARAVIRT_SPINLOCKS,
+        CONFIG_DEBUG_SPINLOCK,
+        CONFIG_DEBUG_LOCK_ALLOC,
+        CONFIG_PREEMPT_COUNT,
+        CONFIG_UNINLINE_SPIN_UNLOCK,
+        CONFIG_PREEMPT_RT
+    ))
+)) && core::mem::size_of::<bindings::spinlock_t>() == 4;
 
 /// Data of type `T` behind an IRQ-safe spinlock.
 ///
