@@ -38,7 +38,8 @@ static struct io_mapped_ubuf *rnvme_imu(struct io_uring_cmd *ioucmd)
 	return cmd_to_io_kiocb(ioucmd)->imu;
 }
 
-int rnvme_glue_uring_fixed_buf(void *p, u64 *id, u64 *ubuf, u64 *len, u64 *nr_pages, u32 *fpo)
+int rnvme_glue_uring_fixed_buf(void *p, u64 *id, u64 *ubuf, u64 *len, u64 *nr_pages, u32 *fpo,
+			       u32 *index)
 {
 	struct io_mapped_ubuf *imu = rnvme_imu(p);
 
@@ -49,6 +50,8 @@ int rnvme_glue_uring_fixed_buf(void *p, u64 *id, u64 *ubuf, u64 *len, u64 *nr_pa
 	*len = imu->len;
 	*fpo = imu->ubuf & ~PAGE_MASK;
 	*nr_pages = DIV_ROUND_UP((u64)*fpo + imu->len, PAGE_SIZE);
+	/* io_uring_cmd_prep() checked it against the table and took req->imu from there. */
+	*index = cmd_to_io_kiocb((struct io_uring_cmd *)p)->buf_index;
 	return 0;
 }
 

@@ -19,11 +19,12 @@ struct page;
  * The registered buffer of a command with IORING_URING_CMD_FIXED (the one io_uring_cmd_prep()
  * stored in the request): `id` identifies the registration while it lives (a cache key only;
  * never trusted for safety), `ubuf`/`len` its user address range, `nr_pages` the 4 KiB pages it
- * spans, `fpo` the offset of its first byte in the first page. Returns 0, or -EINVAL when the
- * command has no registered buffer.
+ * spans, `fpo` the offset of its first byte in the first page, `index` its index in the ring's
+ * table (sqe->buf_index; a cache hint only). Returns 0, or -EINVAL when the command has no
+ * registered buffer.
  */
 int rnvme_glue_uring_fixed_buf(void *ioucmd, u64 *id, u64 *ubuf, u64 *len, u64 *nr_pages,
-			       u32 *fpo);
+			       u32 *fpo, u32 *index);
 /*
  * Takes a page reference (get_page()) on every page of the command's registered buffer and
  * stores the pages in pages[0..nr_pages), in buffer order. Returns 0, or -EINVAL (no reference

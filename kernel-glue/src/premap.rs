@@ -35,6 +35,9 @@ pub struct FixedBuf {
     pub nr_pages: u64,
     /// Offset of its first byte in the first page.
     pub first_page_offset: u32,
+    /// Its index in the ring's table of registered buffers (`sqe->buf_index`): a cache hint,
+    /// never trusted.
+    pub index: u32,
 }
 
 impl UringCmd<'_> {
@@ -47,6 +50,7 @@ impl UringCmd<'_> {
             len: 0,
             nr_pages: 0,
             first_page_offset: 0,
+            index: 0,
         };
         // SAFETY: the command is live; the out pointers are valid.
         let r = unsafe {
@@ -57,6 +61,7 @@ impl UringCmd<'_> {
                 &mut b.len,
                 &mut b.nr_pages,
                 &mut b.first_page_offset,
+                &mut b.index,
             )
         };
         (r == 0).then_some(b)

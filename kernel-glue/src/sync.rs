@@ -54,9 +54,11 @@ unsafe fn spin_unlock(lock: *mut bindings::spinlock_t) {
     if INLINE_SPIN_UNLOCK {
         // SAFETY: the lock is live and aligned (function contract); its byte 0 is the
         // `locked` byte, which the holder clears with release ordering, as
-        // `smp_store_release(&lock->locked, 0)` does. Nothing else needs undoing: no lockdep,
-        // debug owner or preemption count was touched by `spin_lock()` here.
-        unsafe { core::sync::atomic::AtomicU8::from_ptr(lock.cast::<u8>()) }
+        // `smp_store_release(&lock->locked, 0)` does (`AtomicU8` has `u8`'s size and
+        // alignment). Nothing else needs undoing: no lockdep, debug owner or preemption count
+        // was touched by `spin_lock()` here. A cast, not `AtomicU8::from_ptr()`, which the
+        // kernel's `core` does not inline: a call into vmlinux per unlock.
+        unsafe { &*lock.cast::<core::sync::atomic::AtomicU8>() }
             .store(0, core::sync::atomic::Ordering::Release);
     } else {
         // SAFETY: an initialised `spinlock_t` held by the caller (function contract).
@@ -326,13 +328,29 @@ impl<T> ArcSlot<T> {
     /// Runs `f` on what the slot holds without taking a new reference: the slot's own is
     /// taken out for the call and put back after (a concurrent `take` in between sees an empty
     /// slot; one user at a time is the intended use).
+    ///
+    /// The reference is held meanwhile as the raw pointer the slot stores, not as an `Arc`:
+    /// `Arc::from_raw()` finds the data's offset through a `core` function the kernel's `core`
+    /// does not inline, a call per use. (Should `f` panic, the reference is leaked, never
+    /// dropped twice.)
     #[inline]
     pub fn with<R>(&self, f: impl FnOnce(Option<&T>) -> R) -> R {
-        let a = self.take();
-        let r = f(a.as_deref());
-        if let Some(a) = a {
-            // Something put in meanwhile is dropped: the slot keeps the reference it had.
-            drop(self.replace(Some(a)));
+        let p = self
+            .p
+            .swap(core::ptr::null_mut(), core::sync::atomic::Ordering::AcqRel);
+        // SAFETY: `p` is null or came from `Arc::into_raw` with the slot's reference (type
+        // invariant), which the swap handed to this call alone: the data lives at least until
+        // that reference is put back below.
+        let r = f(unsafe { p.cast_const().as_ref() });
+        if !p.is_null() {
+            // INVARIANT: the reference goes back to the slot.
+            let old = self.p.swap(p, core::sync::atomic::Ordering::AcqRel);
+            if !old.is_null() {
+                // Something put in meanwhile is dropped: the slot keeps the reference it had.
+                // SAFETY: `old` came from `Arc::into_raw` with the slot's reference, which the
+                // swap handed to us alone.
+                drop(unsafe { kernel::sync::Arc::from_raw(old) });
+            }
         }
         r
     }
