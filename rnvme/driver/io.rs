@@ -25,6 +25,7 @@ use crate::{
     admin::Admin,
     batch_stats::BatchStats,
     dptr::{self, ListPages, PrpStats},
+    held::Held,
     phases::{Count, Phase, Stamp},
     queue::{Done, Queue, SubmitError},
     ratelimit::warn_limited,
@@ -245,11 +246,11 @@ enum HeapMapping {
 pub(crate) struct RqOwned {
     /// Mappings of up to [`INLINE_SEGS`] data segments, held in the request's PDU (unmapped
     /// on drop).
-    inline: Option<Mapping<INLINE_SEGS>>,
+    inline: Held<Mapping<INLINE_SEGS>>,
     /// Mappings of up to [`MAX_SEGS`] data segments, on the heap: the table is 2 KiB (a
     /// scatterlist: 48 bytes per segment of the request) and `queue_rq`'s stack frame must
     /// stay small (issue 7: 8.9 KiB when it was held by value).
-    boxed: Option<HeapMapping>,
+    boxed: Held<HeapMapping>,
     /// PRP list pages (chained), SGL or DSM range page (freed on drop); `None`, one store,
     /// for most requests, which need none (an empty table is 128 bytes to clear).
     lists: Option<ListPages>,
@@ -259,8 +260,8 @@ impl RqOwned {
     /// Nothing held.
     fn none() -> Self {
         Self {
-            inline: None,
-            boxed: None,
+            inline: Held::none(),
+            boxed: Held::none(),
             lists: None,
         }
     }
@@ -315,7 +316,7 @@ impl RqOwned {
             match map_data_sg(rq, &mut m) {
                 Ok(()) => {
                     data.prp_stats.sg_mapped();
-                    self.boxed = Some(HeapMapping::Sg(m));
+                    *self.boxed = Some(HeapMapping::Sg(m));
                 }
                 // More runs than counted: nothing mapped; one call per run below.
                 Err(e) if e == ENOSPC => {}
@@ -329,7 +330,7 @@ impl RqOwned {
             match map_data(rq, m) {
                 Ok(()) => {}
                 // More than counted: unmapped, mapped again below.
-                Err(e) if e == ENOSPC => self.inline = None,
+                Err(e) if e == ENOSPC => *self.inline = None,
                 Err(e) => return Err(e),
             }
         }

@@ -32,6 +32,7 @@ mod admin;
 mod batch_stats;
 mod ctrl;
 mod dptr;
+mod held;
 mod io;
 mod passthru;
 mod phases;

@@ -133,6 +133,36 @@ impl SubmissionEntry {
         }
     }
 
+    /// An entry with `opcode`, namespace `nsid` and the command-specific dwords 2, 3 and
+    /// 10..=15, everything else zero: one literal, no per-dword `match` (a user passthrough
+    /// command is built so for every I/O).
+    #[inline(always)]
+    pub(crate) const fn with_cdws(
+        opcode: u8,
+        nsid: u32,
+        cdw2_3: [u32; 2],
+        cdw10_15: [u32; 6],
+    ) -> Self {
+        let [cdw10, cdw11, cdw12, cdw13, cdw14, cdw15] = cdw10_15;
+        Self {
+            opcode,
+            flags: 0,
+            command_id: 0,
+            nsid: nsid.to_le(),
+            cdw2: cdw2_3[0].to_le(),
+            cdw3: cdw2_3[1].to_le(),
+            metadata: 0,
+            prp1: 0,
+            prp2: 0,
+            cdw10: cdw10.to_le(),
+            cdw11: cdw11.to_le(),
+            cdw12: cdw12.to_le(),
+            cdw13: cdw13.to_le(),
+            cdw14: cdw14.to_le(),
+            cdw15: cdw15.to_le(),
+        }
+    }
+
     /// The opcode (command byte 0).
     #[inline]
     pub const fn opcode(&self) -> u8 {

@@ -160,7 +160,7 @@ impl UserCmd {
     /// # Errors
     ///
     /// [`PassthruError::Invalid`].
-    #[inline]
+    #[inline(always)]
     pub fn to_entry(&self, ns_nsid: Option<u32>) -> Result<SubmissionEntry, PassthruError> {
         if self.flags != 0 {
             return Err(PassthruError::Invalid);
@@ -168,13 +168,12 @@ impl UserCmd {
         if ns_nsid.is_some_and(|n| n != self.nsid) {
             return Err(PassthruError::Invalid);
         }
-        let mut e = SubmissionEntry::new(self.opcode, self.nsid);
-        e.set_cdw(2, self.cdw2_3[0]);
-        e.set_cdw(3, self.cdw2_3[1]);
-        for (i, d) in self.cdw10_15.iter().enumerate() {
-            e.set_cdw(10 + i, *d);
-        }
-        Ok(e)
+        Ok(SubmissionEntry::with_cdws(
+            self.opcode,
+            self.nsid,
+            self.cdw2_3,
+            self.cdw10_15,
+        ))
     }
 }
 
@@ -279,7 +278,7 @@ pub enum Permission {
 /// sf.set_cdw(10, 0x07);                                   // Number of Queues
 /// assert_eq!(cmd_permission(&sf, None, true), Permission::Denied);
 /// ```
-#[inline]
+#[inline(always)]
 pub fn cmd_permission(
     cmd: &SubmissionEntry,
     io: Option<&IoEffects<'_>>,
@@ -417,6 +416,27 @@ mod tests {
         assert_eq!((e.cdw(2), e.cdw(3)), (Some(7), Some(8)));
         assert_eq!((e.cdw(10), e.cdw(15)), (Some(10), Some(15)));
         assert_eq!(e.cid(), 0);
+    }
+
+    /// The entry's wire bytes against the user command's own: the uapi structure puts opcode,
+    /// nsid, cdw2-3 and cdw10-15 at their SQE offsets, and nothing else may reach the entry
+    /// (flags are refused, the command id, metadata and data pointer are the driver's).
+    #[test]
+    fn entry_bytes_are_the_commands_at_the_sqe_offsets() {
+        let mut b = [0u8; PASSTHRU_CMD_SIZE];
+        for (i, x) in b.iter_mut().enumerate() {
+            *x = 0x80 | i as u8;
+        }
+        b[1] = 0; // flags
+        let e = UserCmd::parse(&b).unwrap().to_entry(None).unwrap();
+        let w = e.to_bytes();
+        for (i, &x) in w.iter().enumerate() {
+            let want = match i {
+                0 | 4..=15 | 40..=63 => b[i],
+                _ => 0,
+            };
+            assert_eq!(x, want, "SQE byte {i}");
+        }
     }
 
     #[test]

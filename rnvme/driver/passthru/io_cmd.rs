@@ -203,6 +203,7 @@ fn premapped(
 }
 
 impl UserStatus for IoOps {
+    #[inline]
     fn user_status(rq: &Request<Self>, blk: BlkStatus) -> (i32, u64) {
         let pt = &rq.shared().pt;
         // The request is over: the device wrote what it read into the buffer; the request's
@@ -213,6 +214,7 @@ impl UserStatus for IoOps {
         end_value(pt, blk)
     }
 
+    #[inline]
     fn user_status_at_end(rq: &Request<Self>, blk: BlkStatus) -> Option<(i32, u64)> {
         let pt = &rq.shared().pt;
         if let Some(tag) = pt.tag.take() {
@@ -231,6 +233,7 @@ impl UserStatus for IoOps {
 }
 
 /// Hands the bytes a read (any command but a write) put into premapped `tag` back to the CPU.
+#[inline]
 fn sync_for_cpu(rq: &Request<IoOps>, pt: &RqPassthru, tag: &Tag) {
     if rq.op() != Op::Other(kernel_glue::user_rq::REQ_OP_DRV_OUT) {
         tag.buf().sync_for_cpu(
@@ -242,6 +245,7 @@ fn sync_for_cpu(rq: &Request<IoOps>, pt: &RqPassthru, tag: &Tag) {
 
 /// The CQE value and result of an ended passthrough command: the NVMe status if the device
 /// gave one, else the block layer's errno (`nvme_uring_cmd_end_io()`, `nvme_execute_rq()`).
+#[inline]
 fn end_value(pt: &RqPassthru, blk: BlkStatus) -> (i32, u64) {
     let status = pt.status.load(Ordering::Relaxed);
     let result = pt.result.load(Ordering::Relaxed);
@@ -256,6 +260,7 @@ fn end_value(pt: &RqPassthru, blk: BlkStatus) -> (i32, u64) {
 /// io_uring command on a registered buffer, the premapped tag its data is in (then nothing is
 /// mapped). For an io_uring command, the allocation and the data phases from `stamp` are
 /// timed (`crate::phases`); returned: the end of the data phase.
+#[inline(always)]
 fn build(
     inner: &Inner,
     files: &Registry,
@@ -286,14 +291,17 @@ fn build(
     if polled && rq.request().is_poll() {
         inner.stats.add(Counter::IoPolled, 1);
     }
-    let mut tag = None;
-    if cmd.has_data() {
+    // Each branch yields its tag (no assignment over an earlier `None`: that is an
+    // out-of-line drop call per I/O).
+    let tag = if !cmd.has_data() {
+        None
+    } else {
         match uring {
             Some((u, file)) if u.fixed() => {
                 // The premapped path takes what the per-I/O path would map without a bounce
                 // buffer: dword-aligned data within the queue's transfer limit.
-                if cmd.addr & 3 == 0 && cmd.data_len <= ns.disk.max_hw_bytes() {
-                    tag = file.tags.tag_for(
+                let tag = if cmd.addr & 3 == 0 && cmd.data_len <= ns.disk.max_hw_bytes() {
+                    file.tags.tag_for(
                         files,
                         u,
                         cmd.addr,
@@ -301,33 +309,39 @@ fn build(
                         cmd.is_write(),
                         &inner.io,
                         &inner.stats,
-                    );
-                }
+                    )
+                } else {
+                    None
+                };
                 if tag.is_none() {
                     rq.map_fixed(u, cmd.addr, cmd.data_len)?;
                     inner.stats.add(Counter::IoFixedMapped, 1);
                     inner.stats.add(Counter::IoMapped, 1);
                 }
+                tag
             }
             _ => {
                 rq.map_user(cmd.addr, cmd.data_len)?;
                 // Pages a cached tag maps already are sent on it, never mapped twice
                 // (`Registry::tag_holding`); dword-aligned data only, as on the fixed path.
-                if cmd.addr & 3 == 0 {
+                let tag = if cmd.addr & 3 == 0 {
                     let r = rq.request();
                     let own = uring.map(|(_, file)| &*file.tags);
-                    tag = files.tag_holding(own, &inner.stats, cmd.addr, cmd.data_len, |f| {
+                    files.tag_holding(own, &inner.stats, cmd.addr, cmd.data_len, |f| {
                         r.for_each_segment(|seg| f(seg))
-                    });
-                }
+                    })
+                } else {
+                    None
+                };
                 let c = match tag {
                     Some(_) => Counter::IoPlainOnTag,
                     None => Counter::IoMapped,
                 };
                 inner.stats.add(c, 1);
+                tag
             }
         }
-    }
+    };
     // A new request's timeout is 0, the queue's default (`blk_mq_rq_ctx_init()`); only a
     // command's own timeout is set (`nvme_user_cmd()` in `drivers/nvme/host/ioctl.c`).
     if cmd.timeout_ms != 0 {
@@ -358,6 +372,7 @@ pub(super) fn exec(
 
 /// Makes request `rq` of `cmd` send its data on premapped `t` (the request's reference is held
 /// until the request ended: `user_status_at_end` or `user_status` take it).
+#[inline(always)]
 fn attach(rq: &UserRequest<IoOps>, t: Arc<Tag>, cmd: &UserCmd) {
     let pt = &rq.request().shared().pt;
     let offset = cmd.addr.wrapping_sub(t.buf().buf().ubuf);
@@ -370,6 +385,7 @@ fn attach(rq: &UserRequest<IoOps>, t: Arc<Tag>, cmd: &UserCmd) {
 
 /// Issues user I/O command `cmd` for io_uring command `u` on `file`; it completes through
 /// `io_uring_cmd_done()`. `stamp`: the end of the command's entry phase (`crate::phases`).
+#[inline(always)]
 pub(super) fn issue(
     inner: &Inner,
     file: &PtFile,

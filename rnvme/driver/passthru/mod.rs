@@ -224,7 +224,9 @@ impl DevFile {
         }
     }
 
-    /// Checks `cmd` for `target` and builds its command (`nvme_user_cmd()` checks).
+    /// Checks `cmd` for `target` and builds its command (`nvme_user_cmd()` checks). Inlined:
+    /// once per I/O command, and a call costs more than its frame under emulation.
+    #[inline(always)]
     fn check(
         &self,
         inner: &Inner,

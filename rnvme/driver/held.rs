@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An optional resource whose drop, when it holds nothing, is one inline test.
+//!
+//! A request's owned state holds a few optional resources (mappings, list pages) that most
+//! requests leave empty. The compiler emits the drop of an `Option` of a resource with a
+//! non-trivial `Drop` as a function of its own and calls it whatever the value holds: a call
+//! and a return per field and per request, each a jump-cache lookup under emulation, for an
+//! empty slot. C's `nvme_unmap_data()` tests its flags inline first; so does this.
+
+use core::{
+    mem::ManuallyDrop,
+    ops::{Deref, DerefMut},
+};
+
+/// An `Option<T>` (reached through `Deref`) dropped by an inline test and, only when it holds
+/// a value, an out-of-line call.
+///
+/// # Invariants
+///
+/// The inner `Option` is live until [`Held`]'s `drop`, which drops it once.
+pub(crate) struct Held<T>(ManuallyDrop<Option<T>>);
+
+impl<T> Held<T> {
+    /// An empty slot.
+    pub(crate) const fn none() -> Self {
+        Self(ManuallyDrop::new(None))
+    }
+}
+
+impl<T> Deref for Held<T> {
+    type Target = Option<T>;
+    #[inline(always)]
+    fn deref(&self) -> &Option<T> {
+        &self.0
+    }
+}
+
+impl<T> DerefMut for Held<T> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Option<T> {
+        &mut self.0
+    }
+}
+
+impl<T> Drop for Held<T> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.0.is_some() {
+            drop_value(&mut self.0);
+        }
+    }
+}
+
+/// Drops what `v` holds (out of line: the uncommon case).
+#[inline(never)]
+fn drop_value<T>(v: &mut ManuallyDrop<Option<T>>) {
+    // SAFETY: called from `Held::drop` only, once: the inner `Option` is live (type invariant)
+    // and never used again.
+    unsafe { ManuallyDrop::drop(v) };
+}
