@@ -2,11 +2,11 @@
 
 //! An optional resource whose drop, when it holds nothing, is one inline test.
 //!
-//! A request's owned state holds a few optional resources (mappings, list pages) that most
-//! requests leave empty. The compiler emits the drop of an `Option` of a resource with a
-//! non-trivial `Drop` as a function of its own and calls it whatever the value holds: a call
-//! and a return per field and per request, each a jump-cache lookup under emulation, for an
-//! empty slot. C's `nvme_unmap_data()` tests its flags inline first; so does this.
+//! A request's owned state holds optional mappings that many requests leave empty (a
+//! passthrough command on a premapped tag maps nothing). As plain `Option`s, their drops were
+//! functions of their own, which the completion paths called for every request whatever the
+//! slot held: a call and a return per slot, each a jump-cache lookup under emulation, for
+//! nothing. C's `nvme_unmap_data()` tests its flags inline first; so does this.
 
 use core::{
     mem::ManuallyDrop,
