@@ -114,23 +114,7 @@ impl SubmissionEntry {
     /// An entry with `opcode` and namespace `nsid`, everything else zero.
     #[inline]
     pub const fn new(opcode: u8, nsid: u32) -> Self {
-        Self {
-            opcode,
-            flags: 0,
-            command_id: 0,
-            nsid: nsid.to_le(),
-            cdw2: 0,
-            cdw3: 0,
-            metadata: 0,
-            prp1: 0,
-            prp2: 0,
-            cdw10: 0,
-            cdw11: 0,
-            cdw12: 0,
-            cdw13: 0,
-            cdw14: 0,
-            cdw15: 0,
-        }
+        Self::with_cdws(opcode, nsid, [0; 2], [0; 6])
     }
 
     /// An entry with `opcode`, namespace `nsid` and the command-specific dwords 2, 3 and
