@@ -13,7 +13,6 @@
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/slab.h>
-#include <linux/unaligned.h>
 #include <linux/string.h>
 
 #include "passthru.h"
@@ -25,8 +24,8 @@ struct rnvme_chardev {
 	int (*open)(void *data, void **file_data);
 	void (*release)(void *file_data);
 	long (*ioctl)(void *file_data, unsigned int cmd, unsigned long arg, bool write);
-	int (*uring_cmd)(void *file_data, void *ioucmd, unsigned int cmd_op,
-			 unsigned int issue_flags, unsigned int facts);
+	int (*uring_cmd)(void *file_data, void *ioucmd, const void *payload,
+			 unsigned int cmd_op, unsigned int issue_flags, unsigned int facts);
 };
 
 /* What an open file keeps: the Rust file data and the callbacks (the device may go first). */
@@ -34,8 +33,8 @@ struct rnvme_chardev_file {
 	void *file_data;
 	void (*release)(void *file_data);
 	long (*ioctl)(void *file_data, unsigned int cmd, unsigned long arg, bool write);
-	int (*uring_cmd)(void *file_data, void *ioucmd, unsigned int cmd_op,
-			 unsigned int issue_flags, unsigned int facts);
+	int (*uring_cmd)(void *file_data, void *ioucmd, const void *payload,
+			 unsigned int cmd_op, unsigned int issue_flags, unsigned int facts);
 };
 
 /* Lives in io_uring_cmd's pdu (32 bytes) while the command is in flight. */
@@ -118,7 +117,13 @@ static int rnvme_chardev_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int iss
 		facts |= RNVME_URING_FIXED;
 	/* No request yet: rnvme_chardev_uring_cmd_iopoll() polls only one that was issued. */
 	WRITE_ONCE(rnvme_uring_pdu(ioucmd)->rq, NULL);
-	return f->uring_cmd(f->file_data, ioucmd, ioucmd->cmd_op, issue_flags, facts);
+	/*
+	 * The SQE's command payload (16 bytes, 80 with IO_URING_F_SQE128; 16-byte aligned), which
+	 * the Rust side reads with single loads, as the C driver reads struct nvme_uring_cmd with
+	 * READ_ONCE() (user space can still write it).
+	 */
+	return f->uring_cmd(f->file_data, ioucmd, io_uring_sqe_cmd(ioucmd->sqe), ioucmd->cmd_op,
+			    issue_flags, facts);
 }
 
 /*
@@ -152,8 +157,9 @@ void *rnvme_glue_chardev_register(const char *name, void *data,
 				  void (*release)(void *file_data),
 				  long (*ioctl)(void *file_data, unsigned int cmd, unsigned long arg,
 						bool write),
-				  int (*uring_cmd)(void *file_data, void *ioucmd, unsigned int cmd_op,
-						   unsigned int issue_flags, unsigned int facts),
+				  int (*uring_cmd)(void *file_data, void *ioucmd, const void *payload,
+						   unsigned int cmd_op, unsigned int issue_flags,
+						   unsigned int facts),
 				  int *err)
 {
 	struct rnvme_chardev *cd = kzalloc(sizeof(*cd), GFP_KERNEL);
@@ -256,38 +262,6 @@ void rnvme_glue_user_rq_finish(struct request *rq, struct bio *bio)
 	if (bio)
 		blk_rq_unmap_user(bio);
 	blk_mq_free_request(rq);
-}
-
-int rnvme_glue_uring_cmd_read(void *p, void *dst, size_t len)
-{
-	struct io_uring_cmd *ioucmd = p;
-
-	/* The payload of a 128-byte SQE is 80 bytes (uring_cmd_pdu_size() in io_uring). */
-	if (len > 80)
-		return -EINVAL;
-	/*
-	 * struct nvme_uring_cmd, read on every NVMe passthrough command: nine 8-byte loads (the
-	 * payload is 16-byte aligned in the SQE) instead of a call to memcpy(), which the kernel's
-	 * compiler flags leave out of line for this size. READ_ONCE(), as the C driver reads the
-	 * fields of a command that user space can still write.
-	 */
-	if (len == 72) {
-		const u64 *src = io_uring_sqe_cmd(ioucmd->sqe);
-		u64 *d = dst;
-
-		put_unaligned(READ_ONCE(src[0]), d);
-		put_unaligned(READ_ONCE(src[1]), d + 1);
-		put_unaligned(READ_ONCE(src[2]), d + 2);
-		put_unaligned(READ_ONCE(src[3]), d + 3);
-		put_unaligned(READ_ONCE(src[4]), d + 4);
-		put_unaligned(READ_ONCE(src[5]), d + 5);
-		put_unaligned(READ_ONCE(src[6]), d + 6);
-		put_unaligned(READ_ONCE(src[7]), d + 7);
-		put_unaligned(READ_ONCE(src[8]), d + 8);
-		return 0;
-	}
-	memcpy(dst, io_uring_sqe_cmd(ioucmd->sqe), len);
-	return 0;
 }
 
 void rnvme_glue_uring_cmd_done(void *ioucmd, int value, u64 result, unsigned int issue_flags)

@@ -37,8 +37,9 @@ void *rnvme_glue_chardev_register(const char *name, void *data,
 				  void (*release)(void *file_data),
 				  long (*ioctl)(void *file_data, unsigned int cmd, unsigned long arg,
 						bool write),
-				  int (*uring_cmd)(void *file_data, void *ioucmd, unsigned int cmd_op,
-						   unsigned int issue_flags, unsigned int facts),
+				  int (*uring_cmd)(void *file_data, void *ioucmd, const void *payload,
+						   unsigned int cmd_op, unsigned int issue_flags,
+						   unsigned int facts),
 				  int *err);
 /* misc_deregister() and free: no open() after it returns; open files stay valid. */
 void rnvme_glue_chardev_unregister(void *cd);
@@ -72,8 +73,6 @@ u8 rnvme_glue_user_rq_execute(struct request *rq);
 void rnvme_glue_user_rq_finish(struct request *rq, struct bio *bio);
 
 /* ---- io_uring commands (include/linux/io_uring/cmd.h) --------------------------------------- */
-/* Copies the first `len` bytes (at most 80) of the command's SQE payload; -EINVAL if larger. */
-int rnvme_glue_uring_cmd_read(void *ioucmd, void *dst, size_t len);
 /* io_uring_cmd_done(ioucmd, value, result, issue_flags): completes a command issued inline. */
 void rnvme_glue_uring_cmd_done(void *ioucmd, int value, u64 result, unsigned int issue_flags);
 /*

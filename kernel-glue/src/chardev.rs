@@ -51,8 +51,14 @@ impl fmt::Write for NameBuf<'_> {
 }
 
 /// An io_uring passthrough command (`struct io_uring_cmd`) while its `uring_cmd` call runs.
+///
+/// # Invariants
+///
+/// `payload` points at the SQE's command payload, 8-byte aligned and readable for 80 bytes
+/// when the ring has 128-byte SQEs (`sqe128()`), 16 bytes otherwise, for `'a`.
 pub struct UringCmd<'a> {
     raw: NonNull<c_void>,
+    payload: NonNull<u64>,
     op: u32,
     issue_flags: u32,
     /// `RNVME_URING_*` bits from the C side (`kernel-glue/passthru.h`).
@@ -99,31 +105,29 @@ impl UringCmd<'_> {
         self.facts & helpers::RNVME_URING_FIXED != 0
     }
 
-    /// Copies the first `dst.len()` bytes of the SQE's command payload (read once, so later
-    /// changes by user space are not seen).
+    /// The first `N` quadwords of the SQE's command payload (`io_uring_sqe_cmd()`), each read
+    /// once (`READ_ONCE()`: user space can still write the SQE), as native values of its
+    /// little-endian bytes: quadword `n` is payload bytes `8n..8n + 8`. No call and no
+    /// buffer: the loads go straight into the returned value.
     ///
     /// # Errors
     ///
-    /// `EINVAL` for more than the 80 bytes of a 128-byte SQE.
+    /// `EINVAL` for more than the payload holds: 80 bytes of a 128-byte SQE, 16 otherwise.
     #[inline]
-    pub fn read(&self, dst: &mut [u8]) -> Result {
-        if dst.len() > 80 || !self.sqe128() && dst.len() > 16 {
+    pub fn read_qwords<const N: usize>(&self) -> Result<[u64; N]> {
+        let limit = if self.sqe128() { 80 } else { 16 };
+        if N.checked_mul(8).map_or(true, |b| b > limit) {
             return Err(EINVAL);
         }
-        // SAFETY: the command is live; `dst` is valid for `dst.len()` bytes; the payload holds
-        // at least that many (16 bytes, 80 with SQE128, checked above).
-        let ret = unsafe {
-            helpers::rnvme_glue_uring_cmd_read(
-                self.raw.as_ptr(),
-                dst.as_mut_ptr().cast(),
-                dst.len(),
-            )
-        };
-        // Checked here, not by a call on every command's path (`to_result` is not inlined).
-        if ret < 0 {
-            return Err(Error::from_errno(ret));
+        let mut q = [0u64; N];
+        for (i, d) in q.iter_mut().enumerate() {
+            // SAFETY: `i < N` and `8 * N` bytes are within the payload, which is aligned and
+            // readable while the command's call runs (type invariant); a volatile load is one
+            // load of the whole quadword.
+            let v = unsafe { core::ptr::read_volatile(self.payload.as_ptr().add(i)) };
+            *d = u64::from_le(v);
         }
-        Ok(())
+        Ok(q)
     }
 
     /// Completes the command now with `value` and `result` (`io_uring_cmd_done()`), for a
@@ -288,21 +292,30 @@ impl<T: FileOps> CharDev<T> {
     ///
     /// # Safety
     ///
-    /// As for `ioctl_cb`; `ioucmd` must be the live command of this call.
+    /// As for `ioctl_cb`; `ioucmd` must be the live command of this call and `payload` its
+    /// SQE's command payload (`io_uring_sqe_cmd()`), as [`UringCmd`]'s invariant describes.
     unsafe extern "C" fn uring_cmd_cb(
         file_data: *mut c_void,
         ioucmd: *mut c_void,
+        payload: *const c_void,
         cmd_op: u32,
         issue_flags: u32,
         facts: u32,
     ) -> i32 {
         // SAFETY: as in `ioctl_cb`.
         let f = unsafe { &*file_data.cast::<OpenFile<T>>() };
-        let Some(raw) = NonNull::new(ioucmd) else {
+        let (Some(raw), Some(payload)) = (
+            NonNull::new(ioucmd),
+            NonNull::new(payload.cast_mut().cast::<u64>()),
+        ) else {
             return EINVAL.to_errno();
         };
+        // INVARIANT: the C side passes `io_uring_sqe_cmd()` of the command's SQE: 16-byte
+        // aligned, 80 bytes with `IO_URING_F_SQE128` (the `facts` bit `sqe128()` reads), 16
+        // otherwise, live while this call runs.
         let cmd = UringCmd {
             raw,
+            payload,
             op: cmd_op,
             issue_flags,
             facts,

@@ -131,6 +131,16 @@ impl DebugCounters {
     /// this CPU's copies: counters a path updates together.
     #[inline]
     pub fn add_range(&self, first: usize, vals: &[i64]) {
+        // One bounds check for the whole range (the usual case), then one add each.
+        if first
+            .checked_add(vals.len())
+            .is_some_and(|end| end <= self.n)
+        {
+            for (k, &v) in vals.iter().enumerate() {
+                self.add_this_cpu(first.wrapping_add(k), v);
+            }
+            return;
+        }
         for (k, &v) in vals.iter().enumerate() {
             let i = first.saturating_add(k);
             if i >= self.n {

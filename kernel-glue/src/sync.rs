@@ -261,6 +261,7 @@ impl<T> DerefMut for SpinLockGuard<'_, T> {
 }
 
 impl<T> Drop for SpinLockGuard<'_, T> {
+    #[inline(always)]
     fn drop(&mut self) {
         // SAFETY: the lock is held by this guard, taken by `spin_lock`.
         unsafe { spin_unlock(self.lock.lock.get()) };
@@ -313,6 +314,34 @@ impl<T> ArcSlot<T> {
         }
     }
 
+    /// Puts `v` in the slot, which is expected to be empty. Whatever was there is dropped by
+    /// a call of its own, so the expected case is a swap and a test: `drop(replace(..))` makes
+    /// the compiler drop the returned `Option` through one out-of-line call for both cases.
+    #[inline]
+    pub fn put(&self, v: kernel::sync::Arc<T>) {
+        // INVARIANT: the slot now owns `v`'s reference; the old one is released below.
+        let old = self
+            .p
+            .swap(v.into_raw().cast_mut(), core::sync::atomic::Ordering::AcqRel);
+        if !old.is_null() {
+            // SAFETY: `old` came from `Arc::into_raw` with the slot's reference, which the swap
+            // handed to this call alone.
+            unsafe { Self::release(old) };
+        }
+    }
+
+    /// Drops the reference `p` stands for (rare: a slot found occupied).
+    ///
+    /// # Safety
+    ///
+    /// `p` came from `Arc::into_raw` and its reference is the caller's to give up.
+    #[cold]
+    #[inline(never)]
+    unsafe fn release(p: *mut T) {
+        // SAFETY: the caller's guarantee.
+        drop(unsafe { kernel::sync::Arc::from_raw(p) });
+    }
+
     /// Takes the reference out, leaving the slot empty.
     #[inline]
     pub fn take(&self) -> Option<kernel::sync::Arc<T>> {
@@ -349,7 +378,7 @@ impl<T> ArcSlot<T> {
                 // Something put in meanwhile is dropped: the slot keeps the reference it had.
                 // SAFETY: `old` came from `Arc::into_raw` with the slot's reference, which the
                 // swap handed to us alone.
-                drop(unsafe { kernel::sync::Arc::from_raw(old) });
+                unsafe { Self::release(old) };
             }
         }
         r

@@ -28,6 +28,41 @@ impl<T> Held<T> {
     }
 }
 
+impl<T> Held<T> {
+    /// Fills the slot with `f()` if it is empty; returns the slot's value.
+    ///
+    /// `Option::get_or_insert_with` assigns over the `None` it fills, and the compiler drops
+    /// that `None` through an out-of-line call per use; a `ManuallyDrop` assigned over has no
+    /// drop glue, and an empty slot holds nothing to drop.
+    #[inline(always)]
+    pub(crate) fn get_or_insert_with(&mut self, f: impl FnOnce() -> T) -> &mut T {
+        if self.0.is_none() {
+            self.0 = ManuallyDrop::new(Some(f()));
+        }
+        self.full()
+    }
+
+    /// Puts `v` in the slot, dropping what it held (out of line, if anything); returns it.
+    #[inline(always)]
+    pub(crate) fn put(&mut self, v: T) -> &mut T {
+        if self.0.is_some() {
+            drop_value(&mut self.0);
+        }
+        // The old value is dropped (or was none): assigned over without drop glue.
+        self.0 = ManuallyDrop::new(Some(v));
+        self.full()
+    }
+
+    /// The value of a slot just filled: the empty case is never taken, and folds away.
+    #[inline(always)]
+    fn full(&mut self) -> &mut T {
+        match &mut *self.0 {
+            Some(v) => v,
+            None => unreachable!("a slot is full after it was filled"),
+        }
+    }
+}
+
 impl<T> Deref for Held<T> {
     type Target = Option<T>;
     #[inline(always)]

@@ -27,7 +27,7 @@ use crate::{
     dptr::{self, ListPages, PrpStats},
     held::Held,
     phases::{Count, Phase, Stamp},
-    queue::{Done, Queue, SubmitError},
+    queue::{Done, Queue, SqBatch, SubmitError},
     ratelimit::warn_limited,
 };
 
@@ -297,8 +297,7 @@ impl RqOwned {
             return Err(EINVAL);
         }
         if let Some(seg) = rq.single_segment() {
-            // `get_or_insert_with`, not `insert`: the slot is empty, and no drop call per I/O
-            // for the value `insert` would replace.
+            // Filled in place (`Held::get_or_insert_with`: no drop call for the empty value).
             let m = self.inline.get_or_insert_with(|| {
                 // SAFETY: `self` lives only in a request's owned state (type invariant), which
                 // never outlives the tag set's data (`Operations::Owned`), and `data` is that
@@ -316,7 +315,7 @@ impl RqOwned {
             match map_data_sg(rq, &mut m) {
                 Ok(()) => {
                     data.prp_stats.sg_mapped();
-                    *self.boxed = Some(HeapMapping::Sg(m));
+                    self.boxed.put(HeapMapping::Sg(m));
                 }
                 // More runs than counted: nothing mapped; one call per run below.
                 Err(e) if e == ENOSPC => {}
@@ -337,7 +336,7 @@ impl RqOwned {
         if self.inline.is_none() && self.boxed.is_none() {
             // Built on the heap: never on `queue_rq`'s stack.
             // Whatever `map_data` maps before an error stays in `self` (unmapped on drop).
-            let b = self.boxed.insert(HeapMapping::Pages(Mapping::new_boxed(
+            let b = self.boxed.put(HeapMapping::Pages(Mapping::new_boxed(
                 &data.dev, dir, GFP_ATOMIC,
             )?));
             if let HeapMapping::Pages(m) = b {
@@ -523,30 +522,88 @@ impl IoOps {
             }
             return 0;
         };
+        match submit.pop() {
+            Some(first) => Self::submit_batch(data, q, first, submit, requeue),
+            None => 0,
+        }
+    }
+
+    /// Writes the commands of `first` and of the requests on `rest` (prepared requests of
+    /// queue `q`) under one hold of its lock and rings its doorbell once; the requests whose
+    /// command cannot be written go to `requeue`, unstarted. Returns how many were started.
+    /// The one function that holds a batch (its lock, ring writes and doorbell inline): with
+    /// two, the compiler makes the batch's push and drop calls of their own.
+    #[inline(never)]
+    fn submit_batch(
+        data: &IoData,
+        q: &Queue,
+        first: OwnedRequest<Self>,
+        rest: &mut RqList<Self>,
+        requeue: &mut RqList<Self>,
+    ) -> u32 {
         let mut batch = q.batch(&data.phases);
-        while let Some(mut rq) = submit.pop() {
-            let tag = rq.tag().and_then(|t| u16::try_from(t).ok());
-            let cmd = rq.owned_mut().as_mut().and_then(IoOwned::take_cmd);
-            let pushed = match (tag, cmd) {
-                (Some(tag), Some(cmd)) => batch.push(tag, cmd),
-                _ => Err(SubmitError::Cid),
-            };
-            match pushed {
-                Ok(()) => {
-                    // In the ring, but invisible to the controller until the batch rings the
-                    // doorbell: start it first, as `queue_rq` does.
-                    rq.start();
-                    rq.submit();
-                }
-                Err(e) => {
-                    // Not started, nothing held: blk-mq sends it to `queue_rq`.
-                    *rq.owned_mut() = None;
-                    warn_limited!("queue {}: batch submit failed: {:?}\n", q.qid(), e);
-                    requeue.push_tail(rq);
-                }
+        let mut next = Some(first);
+        while let Some(rq) = next {
+            if let Err(rq) = Self::push_started(&mut batch, rq) {
+                requeue.push_tail(rq);
             }
+            next = rest.pop();
         }
         batch.pushed()
+    }
+
+    /// Writes the command of prepared request `rq` into `batch` and starts the request; a
+    /// request whose command cannot be written is released and given back unstarted.
+    #[inline(always)]
+    fn push_started(
+        batch: &mut SqBatch<'_>,
+        mut rq: OwnedRequest<Self>,
+    ) -> Result<(), OwnedRequest<Self>> {
+        let tag = rq.tag().and_then(|t| u16::try_from(t).ok());
+        let cmd = rq.owned_mut().as_mut().and_then(IoOwned::take_cmd);
+        let pushed = match (tag, cmd) {
+            (Some(tag), Some(cmd)) => batch.push(tag, cmd),
+            _ => Err(SubmitError::Cid),
+        };
+        match pushed {
+            Ok(()) => {
+                // In the ring, but invisible to the controller until the batch rings the
+                // doorbell: start it first, as `queue_rq` does.
+                rq.start();
+                rq.submit();
+                Ok(())
+            }
+            Err(e) => {
+                // Not started, nothing held: blk-mq sends it to `queue_rq`.
+                *rq.owned_mut() = None;
+                warn_limited!("queue {}: batch submit failed: {:?}\n", batch.qid(), e);
+                Err(rq)
+            }
+        }
+    }
+
+    /// `queue_rqs` for a list of one request, the common case (a plug flushed with one
+    /// request: one I/O per `io_uring_enter()`, as fio submits at any depth): prepared, then
+    /// written by `submit_batch` (one lock hold, one doorbell), without the general path's
+    /// loop over runs of hardware queues. Returns the request if it is not started (for
+    /// `queue_rq`).
+    #[inline(always)]
+    fn queue_one(data: &IoData, mut rq: OwnedRequest<Self>) -> Result<(), OwnedRequest<Self>> {
+        // A dead controller or no queue: `queue_rq` fails the request.
+        let q = match rq.hctx_idx().and_then(|i| data.queues.get(i as usize)) {
+            Some(q) if !data.admin.is_dead() => q,
+            _ => return Err(rq),
+        };
+        // Not prepared: nothing held, and `queue_rq` prepares it again and returns the status.
+        if Self::prep(data, &mut rq).is_err() {
+            return Err(rq);
+        }
+        let (mut none, mut requeue) = (RqList::new(), RqList::new());
+        Self::submit_batch(data, q, rq, &mut none, &mut requeue);
+        match requeue.pop() {
+            Some(rq) => Err(rq),
+            None => Ok(()),
+        }
     }
 
     /// Completes the requests of `hctx_idx`'s queue whose completions are posted, finding
@@ -643,6 +700,19 @@ impl Operations for IoOps {
 
     #[inline]
     fn queue_rqs(data: &IoData, list: &mut RqList<Self>) {
+        if list.is_single() {
+            if let Some(rq) = list.pop() {
+                let started = match Self::queue_one(data, rq) {
+                    Ok(()) => 1,
+                    Err(rq) => {
+                        list.push_tail(rq);
+                        0
+                    }
+                };
+                data.batch_stats.queue_rqs(started, 1 - started, started);
+            }
+            return;
+        }
         // `nvme_queue_rqs()`: prepare each request outside the queue's lock, then write the
         // commands of each run of requests for one hardware queue under one lock hold with
         // one doorbell; what cannot be prepared or written goes back for `queue_rq`.

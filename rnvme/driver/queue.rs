@@ -582,6 +582,7 @@ impl SqBatch<'_> {
     /// Writes `cmd` for blk-mq tag `tag` into the ring (command id from the tag and its next
     /// generation), as [`Queue::submit`] does without `last`. The controller sees it once the
     /// batch drops; on `Err` nothing was written.
+    #[inline]
     pub(crate) fn push(&mut self, tag: u16, cmd: &mut SubmissionEntry) -> Result<(), SubmitError> {
         self.q.push(&mut self.s, tag, cmd)?;
         self.pushed += 1;
@@ -592,10 +593,15 @@ impl SqBatch<'_> {
     pub(crate) fn pushed(&self) -> u32 {
         self.pushed
     }
+
+    /// The queue's id.
+    pub(crate) fn qid(&self) -> u16 {
+        self.q.qid
+    }
 }
 
 impl Drop for SqBatch<'_> {
-    // Inline into `submit_list`: no call out of and back into its page per submission.
+    // Inline into `IoOps::submit_batch`: no call out of and back into its page per submission.
     #[inline]
     fn drop(&mut self) {
         if self.pushed > 0 {

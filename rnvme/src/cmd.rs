@@ -88,27 +88,28 @@ impl From<SglDescriptor> for DataPointer {
 /// assert_eq!(c.cdw(16), None);
 /// ```
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
 pub struct SubmissionEntry {
-    opcode: u8,
-    flags: u8,
-    command_id: u16,
-    nsid: u32,
-    cdw2: u32,
-    cdw3: u32,
-    metadata: u64,
-    prp1: u64,
-    prp2: u64,
-    cdw10: u32,
-    cdw11: u32,
-    cdw12: u32,
-    cdw13: u32,
-    cdw14: u32,
-    cdw15: u32,
+    /// The 64 wire bytes as eight little-endian quadwords: quadword `n` is bytes `8n..8n + 8`
+    /// (dwords `2n` and `2n + 1`). Kept whole rather than field by field, so moving an entry
+    /// between the driver's buffers and the ring is eight loads and eight stores, not a store
+    /// per field.
+    q: [u64; SQE_SIZE / 8],
 }
 
 const _: () = assert!(core::mem::size_of::<SubmissionEntry>() == SQE_SIZE);
 const _: () = assert!(core::mem::align_of::<SubmissionEntry>() == 8);
+
+/// Quadword of dwords `lo` (bits 0..32) and `hi` (bits 32..64), as a native value.
+#[inline(always)]
+const fn pair(lo: u32, hi: u32) -> u64 {
+    lo as u64 | ((hi as u64) << 32)
+}
+
+/// Mask of the command identifier in quadword 0 (dword 0 bits 16..32).
+const CID_MASK: u64 = 0xffff << 16;
+/// Shift of the flags byte in quadword 0.
+const FLAGS_SHIFT: u32 = 8;
 
 impl SubmissionEntry {
     /// An entry with `opcode` and namespace `nsid`, everything else zero.
@@ -128,133 +129,131 @@ impl SubmissionEntry {
         cdw10_15: [u32; 6],
     ) -> Self {
         let [cdw10, cdw11, cdw12, cdw13, cdw14, cdw15] = cdw10_15;
-        Self {
-            opcode,
-            flags: 0,
-            command_id: 0,
-            nsid: nsid.to_le(),
-            cdw2: cdw2_3[0].to_le(),
-            cdw3: cdw2_3[1].to_le(),
-            metadata: 0,
-            prp1: 0,
-            prp2: 0,
-            cdw10: cdw10.to_le(),
-            cdw11: cdw11.to_le(),
-            cdw12: cdw12.to_le(),
-            cdw13: cdw13.to_le(),
-            cdw14: cdw14.to_le(),
-            cdw15: cdw15.to_le(),
+        Self::from_qwords([
+            pair(opcode as u32, nsid),
+            pair(cdw2_3[0], cdw2_3[1]),
+            0,
+            0,
+            0,
+            pair(cdw10, cdw11),
+            pair(cdw12, cdw13),
+            pair(cdw14, cdw15),
+        ])
+    }
+
+    /// Quadword `n` (0..8) as a native value.
+    #[inline(always)]
+    const fn qword(&self, n: usize) -> u64 {
+        u64::from_le(self.q[n])
+    }
+
+    /// Sets quadword `n` (0..8) from a native value.
+    #[inline(always)]
+    fn set_qword(&mut self, n: usize, v: u64) {
+        if let Some(d) = self.q.get_mut(n) {
+            *d = v.to_le();
         }
     }
 
     /// The opcode (command byte 0).
     #[inline]
     pub const fn opcode(&self) -> u8 {
-        self.opcode
+        self.qword(0) as u8
     }
 
     /// The flags byte (FUSE bits 1:0, PSDT bits 7:6).
     #[inline]
     pub const fn flags(&self) -> u8 {
-        self.flags
+        (self.qword(0) >> FLAGS_SHIFT) as u8
+    }
+
+    /// Sets the flags byte.
+    #[inline(always)]
+    fn set_flags(&mut self, flags: u8) {
+        let q0 = self.qword(0) & !(0xff << FLAGS_SHIFT);
+        self.set_qword(0, q0 | (u64::from(flags) << FLAGS_SHIFT));
     }
 
     /// The command identifier.
     #[inline]
     pub const fn cid(&self) -> u16 {
-        u16::from_le(self.command_id)
+        (self.qword(0) >> 16) as u16
     }
 
     /// Sets the command identifier.
     #[inline]
     pub fn set_cid(&mut self, cid: u16) {
-        self.command_id = cid.to_le();
+        let q0 = self.qword(0) & !CID_MASK;
+        self.set_qword(0, q0 | (u64::from(cid) << 16));
     }
 
     /// The namespace identifier.
     #[inline]
     pub const fn nsid(&self) -> u32 {
-        u32::from_le(self.nsid)
+        (self.qword(0) >> 32) as u32
     }
 
     /// Command dword `n` (0..=15), `None` for another index. Dwords 6..=9 are the data pointer
     /// and 4..=5 the metadata pointer, split in 32-bit halves.
     pub const fn cdw(&self, n: usize) -> Option<u32> {
-        let v = match n {
-            0 => {
-                return Some(
-                    self.opcode as u32
-                        | ((self.flags as u32) << 8)
-                        | ((u16::from_le(self.command_id) as u32) << 16),
-                )
-            }
-            1 => self.nsid,
-            2 => self.cdw2,
-            3 => self.cdw3,
-            4 => return Some(u64::from_le(self.metadata) as u32),
-            5 => return Some((u64::from_le(self.metadata) >> 32) as u32),
-            6 => return Some(u64::from_le(self.prp1) as u32),
-            7 => return Some((u64::from_le(self.prp1) >> 32) as u32),
-            8 => return Some(u64::from_le(self.prp2) as u32),
-            9 => return Some((u64::from_le(self.prp2) >> 32) as u32),
-            10 => self.cdw10,
-            11 => self.cdw11,
-            12 => self.cdw12,
-            13 => self.cdw13,
-            14 => self.cdw14,
-            15 => self.cdw15,
-            _ => return None,
-        };
-        Some(u32::from_le(v))
+        if n >= SQE_SIZE / 4 {
+            return None;
+        }
+        let q = self.qword(n / 2);
+        Some(if n % 2 == 0 {
+            q as u32
+        } else {
+            (q >> 32) as u32
+        })
     }
 
     /// Sets command dword `n` for `n` in 2, 3 and 10..=15 (the command-specific dwords); returns
     /// whether `n` was one of them.
     #[inline]
     pub fn set_cdw(&mut self, n: usize, value: u32) -> bool {
-        let slot = match n {
-            2 => &mut self.cdw2,
-            3 => &mut self.cdw3,
-            10 => &mut self.cdw10,
-            11 => &mut self.cdw11,
-            12 => &mut self.cdw12,
-            13 => &mut self.cdw13,
-            14 => &mut self.cdw14,
-            15 => &mut self.cdw15,
-            _ => return false,
+        if !matches!(n, 2 | 3 | 10..=15) {
+            return false;
+        }
+        let q = self.qword(n / 2);
+        let v = u64::from(value);
+        let q = if n % 2 == 0 {
+            (q & !0xffff_ffff) | v
+        } else {
+            (q & 0xffff_ffff) | (v << 32)
         };
-        *slot = value.to_le();
+        self.set_qword(n / 2, q);
         true
     }
 
     /// Sets the data pointer and the matching PSDT bits.
     #[inline]
     pub fn set_data_pointer(&mut self, dptr: DataPointer) {
-        match dptr {
-            DataPointer::Prp { prp1, prp2 } => {
-                self.flags &= !FLAGS_PSDT_MASK;
-                self.prp1 = prp1.to_le();
-                self.prp2 = prp2.to_le();
-            }
+        let psdt = self.flags() & !FLAGS_PSDT_MASK;
+        let (flags, prp1, prp2) = match dptr {
+            DataPointer::Prp { prp1, prp2 } => (psdt, prp1, prp2),
             DataPointer::Sgl(d) => {
-                self.flags = (self.flags & !FLAGS_PSDT_MASK) | FLAGS_PSDT_SGL;
                 let b = d.to_bytes();
                 let mut lo = [0u8; 8];
                 let mut hi = [0u8; 8];
                 let (l, h) = b.split_at(8);
                 lo.copy_from_slice(l);
                 hi.copy_from_slice(h);
-                // Stored as the wire bytes: `from_le_bytes` then `to_le` round-trips them.
-                self.prp1 = u64::from_le_bytes(lo).to_le();
-                self.prp2 = u64::from_le_bytes(hi).to_le();
+                (
+                    psdt | FLAGS_PSDT_SGL,
+                    u64::from_le_bytes(lo),
+                    u64::from_le_bytes(hi),
+                )
             }
-        }
+        };
+        self.set_flags(flags);
+        self.set_qword(3, prp1);
+        self.set_qword(4, prp2);
     }
 
     /// The data pointer, interpreted by the PSDT bits.
     pub fn data_pointer(&self) -> DataPointer {
-        let prp1 = u64::from_le(self.prp1);
-        let prp2 = u64::from_le(self.prp2);
+        let prp1 = self.qword(3);
+        let prp2 = self.qword(4);
         if self.uses_sgl() {
             let mut b = [0u8; 16];
             let (l, h) = b.split_at_mut(8);
@@ -269,17 +268,17 @@ impl SubmissionEntry {
     /// Whether the PSDT bits select SGLs.
     #[inline]
     pub const fn uses_sgl(&self) -> bool {
-        self.flags & FLAGS_PSDT_MASK != 0
+        self.flags() & FLAGS_PSDT_MASK != 0
     }
 
     /// The 64 wire bytes.
     pub fn to_bytes(&self) -> [u8; SQE_SIZE] {
         let mut out = [0u8; SQE_SIZE];
-        // Indexed by dword rather than `chunks_exact_mut(4)`, whose out-of-line length division
-        // is a divide-by-zero panic path objtool rejects in the kernel module.
-        for n in 0..SQE_SIZE / 4 {
-            if let Some(dst) = out.get_mut(n * 4..n * 4 + 4) {
-                dst.copy_from_slice(&self.cdw(n).unwrap_or(0).to_le_bytes());
+        // Indexed by quadword rather than `chunks_exact_mut(8)`, whose out-of-line length
+        // division is a divide-by-zero panic path objtool rejects in the kernel module.
+        for n in 0..SQE_SIZE / 8 {
+            if let Some(dst) = out.get_mut(n * 8..n * 8 + 8) {
+                dst.copy_from_slice(&self.qword(n).to_le_bytes());
             }
         }
         out
@@ -296,24 +295,14 @@ impl SubmissionEntry {
     /// assert_eq!(q[0], 7 << 32);
     /// ```
     #[inline]
-    pub fn to_qwords(&self) -> [u64; SQE_SIZE / 8] {
-        // Assembled field by field (this runs for every command the driver submits; going
-        // through `cdw` costs a bounds-checked match per dword).
-        let pair =
-            |lo: u32, hi: u32| u64::from(u32::from_le(lo)) | (u64::from(u32::from_le(hi)) << 32);
-        let dw0 = u32::from(self.opcode)
-            | (u32::from(self.flags) << 8)
-            | (u32::from(u16::from_le(self.command_id)) << 16);
-        [
-            u64::from(dw0) | (u64::from(u32::from_le(self.nsid)) << 32),
-            pair(self.cdw2, self.cdw3),
-            u64::from_le(self.metadata),
-            u64::from_le(self.prp1),
-            u64::from_le(self.prp2),
-            pair(self.cdw10, self.cdw11),
-            pair(self.cdw12, self.cdw13),
-            pair(self.cdw14, self.cdw15),
-        ]
+    pub const fn to_qwords(&self) -> [u64; SQE_SIZE / 8] {
+        let mut q = self.q;
+        let mut n = 0;
+        while n < q.len() {
+            q[n] = u64::from_le(q[n]);
+            n += 1;
+        }
+        q
     }
 
     /// An entry from the eight quadwords of [`to_qwords`](Self::to_qwords): quadword `n` holds
@@ -327,59 +316,55 @@ impl SubmissionEntry {
     /// assert_eq!(SubmissionEntry::from_qwords(c.to_qwords()), c);
     /// ```
     #[inline]
-    pub fn from_qwords(q: [u64; SQE_SIZE / 8]) -> Self {
-        let [q0, q1, q2, q3, q4, q5, q6, q7] = q;
-        let lo = |v: u64| (v as u32).to_le();
-        let hi = |v: u64| ((v >> 32) as u32).to_le();
-        Self {
-            opcode: q0 as u8,
-            flags: (q0 >> 8) as u8,
-            command_id: ((q0 >> 16) as u16).to_le(),
-            nsid: hi(q0),
-            cdw2: lo(q1),
-            cdw3: hi(q1),
-            metadata: q2.to_le(),
-            prp1: q3.to_le(),
-            prp2: q4.to_le(),
-            cdw10: lo(q5),
-            cdw11: hi(q5),
-            cdw12: lo(q6),
-            cdw13: hi(q6),
-            cdw14: lo(q7),
-            cdw15: hi(q7),
+    pub const fn from_qwords(q: [u64; SQE_SIZE / 8]) -> Self {
+        let mut q = q;
+        let mut n = 0;
+        while n < q.len() {
+            q[n] = q[n].to_le();
+            n += 1;
         }
+        Self { q }
     }
 
     /// An entry from its 64 wire bytes.
     pub fn from_bytes(b: &[u8; SQE_SIZE]) -> Self {
-        let mut d = [0u32; 16];
-        // Indexed by dword, see `to_bytes`.
-        for (n, v) in d.iter_mut().enumerate() {
-            if let Some(chunk) = b.get(n * 4..n * 4 + 4) {
-                let mut w = [0u8; 4];
+        let mut q = [0u64; SQE_SIZE / 8];
+        // Indexed by quadword, see `to_bytes`.
+        for (n, v) in q.iter_mut().enumerate() {
+            if let Some(chunk) = b.get(n * 8..n * 8 + 8) {
+                let mut w = [0u8; 8];
                 w.copy_from_slice(chunk);
-                *v = u32::from_le_bytes(w);
+                *v = u64::from_le_bytes(w);
             }
         }
-        let [d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, d12, d13, d14, d15] = d;
-        let q = |lo: u32, hi: u32| (u64::from(lo) | (u64::from(hi) << 32)).to_le();
-        Self {
-            opcode: d0 as u8,
-            flags: (d0 >> 8) as u8,
-            command_id: ((d0 >> 16) as u16).to_le(),
-            nsid: d1.to_le(),
-            cdw2: d2.to_le(),
-            cdw3: d3.to_le(),
-            metadata: q(d4, d5),
-            prp1: q(d6, d7),
-            prp2: q(d8, d9),
-            cdw10: d10.to_le(),
-            cdw11: d11.to_le(),
-            cdw12: d12.to_le(),
-            cdw13: d13.to_le(),
-            cdw14: d14.to_le(),
-            cdw15: d15.to_le(),
+        Self::from_qwords(q)
+    }
+}
+
+impl core::fmt::Debug for SubmissionEntry {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let mut d = f.debug_struct("SubmissionEntry");
+        d.field("opcode", &self.opcode())
+            .field("flags", &self.flags())
+            .field("command_id", &self.cid())
+            .field("nsid", &self.nsid());
+        for (name, n) in [("cdw2", 2), ("cdw3", 3)] {
+            d.field(name, &self.cdw(n).unwrap_or(0));
         }
+        d.field("metadata", &self.qword(2))
+            .field("prp1", &self.qword(3))
+            .field("prp2", &self.qword(4));
+        for (name, n) in [
+            ("cdw10", 10),
+            ("cdw11", 11),
+            ("cdw12", 12),
+            ("cdw13", 13),
+            ("cdw14", 14),
+            ("cdw15", 15),
+        ] {
+            d.field(name, &self.cdw(n).unwrap_or(0));
+        }
+        d.finish()
     }
 }
 

@@ -68,32 +68,27 @@ impl core::fmt::Display for PassthruError {
 /// b[36..40].copy_from_slice(&4096u32.to_le_bytes());
 /// b[40] = 1; // CNS 1
 /// let c = UserCmd::parse(&b).unwrap();
-/// assert_eq!((c.opcode, c.addr, c.data_len), (0x06, 0x7000, 4096));
+/// assert_eq!((c.opcode(), c.addr(), c.data_len()), (0x06, 0x7000, 4096));
 /// assert_eq!(c.to_entry(None).unwrap().cdw(10), Some(1));
 /// assert!(UserCmd::parse(&b[..67]).is_none());
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct UserCmd {
-    /// Opcode.
-    pub opcode: u8,
-    /// Command flags (must be 0: no fused commands, no SGL chosen by the user).
-    pub flags: u8,
-    /// Namespace id.
-    pub nsid: u32,
-    /// Command dwords 2 and 3.
-    pub cdw2_3: [u32; 2],
-    /// User address of the metadata buffer.
-    pub metadata: u64,
-    /// User address of the data buffer.
-    pub addr: u64,
-    /// Metadata length in bytes.
-    pub metadata_len: u32,
-    /// Data length in bytes.
-    pub data_len: u32,
-    /// Command dwords 10..=15.
-    pub cdw10_15: [u32; 6],
-    /// Timeout in milliseconds (0: the driver's default).
-    pub timeout_ms: u32,
+    /// The 68 common bytes as quadwords (native values of little-endian bytes `8n..8n + 8`;
+    /// the last holds bytes 64..68, the timeout, zero-extended). Kept as the user wrote them
+    /// (read with nine loads), so the submission entry is built by masking, not field by
+    /// field:
+    ///
+    /// | quadword | low 32 bits | high 32 bits |
+    /// |---|---|---|
+    /// | 0 | opcode, flags, reserved | nsid |
+    /// | 1 | cdw2 | cdw3 |
+    /// | 2 | metadata address | |
+    /// | 3 | data address | |
+    /// | 4 | metadata length | data length |
+    /// | 5..=7 | cdw10, 12, 14 | cdw11, 13, 15 |
+    /// | 8 | timeout (ms) | 0 |
+    q: [u64; URING_CMD_SIZE / 8],
 }
 
 // Always inlined: called with constant offsets into a slice of known length (`UserCmd::parse`),
@@ -115,6 +110,10 @@ pub const RESULT_OFFSET: usize = 68;
 /// Offset of `result` in `struct nvme_passthru_cmd64` (64 bits).
 pub const RESULT64_OFFSET: usize = 72;
 
+/// Quadword 0 without the flags and reserved bytes: opcode and nsid, as the entry's dword 0
+/// (command id 0) and dword 1.
+const Q0_ENTRY_MASK: u64 = 0xffff_ffff_0000_00ff;
+
 impl UserCmd {
     /// Decodes the common part of `nvme_passthru_cmd`/`nvme_passthru_cmd64`/`nvme_uring_cmd`;
     /// `None` when `b` is shorter than 68 bytes.
@@ -122,58 +121,144 @@ impl UserCmd {
     pub fn parse(b: &[u8]) -> Option<Self> {
         // One length check; the reads below are at constant offsets inside these 68 bytes.
         let b: &[u8; 68] = b.first_chunk()?;
-        let mut cdw10_15 = [0u32; 6];
-        for (i, d) in cdw10_15.iter_mut().enumerate() {
-            *d = le32(b, 40 + 4 * i)?;
+        let mut q = [0u64; URING_CMD_SIZE / 8];
+        for (i, v) in q.iter_mut().take(8).enumerate() {
+            *v = le64(b, 8 * i)?;
         }
-        Some(Self {
-            opcode: *b.first()?,
-            flags: *b.get(1)?,
-            nsid: le32(b, 4)?,
-            cdw2_3: [le32(b, 8)?, le32(b, 12)?],
-            metadata: le64(b, 16)?,
-            addr: le64(b, 24)?,
-            metadata_len: le32(b, 32)?,
-            data_len: le32(b, 36)?,
-            cdw10_15,
-            timeout_ms: le32(b, 64)?,
-        })
+        *q.last_mut()? = u64::from(le32(b, 64)?);
+        Some(Self { q })
+    }
+
+    /// Decodes an io_uring command (`struct nvme_uring_cmd`, [`URING_CMD_SIZE`] bytes) from
+    /// its nine quadwords: quadword `n` is the native value of bytes `8n..8n + 8` read as
+    /// little-endian, as a ring's SQE payload is read with single loads. The same command as
+    /// [`UserCmd::parse`] of those bytes (the reserved last four bytes are dropped).
+    #[inline]
+    pub const fn from_uring_qwords(q: &[u64; URING_CMD_SIZE / 8]) -> Self {
+        let mut q = *q;
+        q[8] &= 0xffff_ffff;
+        Self { q }
+    }
+
+    /// A command from its fields (tests and tools; the driver decodes user memory).
+    #[allow(clippy::too_many_arguments)]
+    pub const fn from_fields(
+        opcode: u8,
+        flags: u8,
+        nsid: u32,
+        cdw2_3: [u32; 2],
+        addr: u64,
+        data_len: u32,
+        cdw10_15: [u32; 6],
+        timeout_ms: u32,
+    ) -> Self {
+        const fn pair(lo: u32, hi: u32) -> u64 {
+            lo as u64 | ((hi as u64) << 32)
+        }
+        let [c10, c11, c12, c13, c14, c15] = cdw10_15;
+        Self {
+            q: [
+                opcode as u64 | ((flags as u64) << 8) | ((nsid as u64) << 32),
+                pair(cdw2_3[0], cdw2_3[1]),
+                0,
+                addr,
+                (data_len as u64) << 32,
+                pair(c10, c11),
+                pair(c12, c13),
+                pair(c14, c15),
+                timeout_ms as u64,
+            ],
+        }
+    }
+
+    /// Opcode.
+    #[inline]
+    pub const fn opcode(&self) -> u8 {
+        self.q[0] as u8
+    }
+
+    /// Command flags (must be 0: no fused commands, no SGL chosen by the user).
+    #[inline]
+    pub const fn flags(&self) -> u8 {
+        (self.q[0] >> 8) as u8
+    }
+
+    /// Namespace id.
+    #[inline]
+    pub const fn nsid(&self) -> u32 {
+        (self.q[0] >> 32) as u32
+    }
+
+    /// User address of the metadata buffer.
+    #[inline]
+    pub const fn metadata(&self) -> u64 {
+        self.q[2]
+    }
+
+    /// User address of the data buffer.
+    #[inline]
+    pub const fn addr(&self) -> u64 {
+        self.q[3]
+    }
+
+    /// Metadata length in bytes.
+    #[inline]
+    pub const fn metadata_len(&self) -> u32 {
+        self.q[4] as u32
+    }
+
+    /// Data length in bytes.
+    #[inline]
+    pub const fn data_len(&self) -> u32 {
+        (self.q[4] >> 32) as u32
+    }
+
+    /// Timeout in milliseconds (0: the driver's default).
+    #[inline]
+    pub const fn timeout_ms(&self) -> u32 {
+        self.q[8] as u32
     }
 
     /// Whether the command moves data (`addr` and `data_len` both non-zero), as the C driver
     /// decides whether to map a buffer.
     #[inline]
-    pub fn has_data(&self) -> bool {
-        self.addr != 0 && self.data_len != 0
+    pub const fn has_data(&self) -> bool {
+        self.addr() != 0 && self.data_len() != 0
     }
 
     /// Whether data flows to the controller (`nvme_is_write()`: opcode bit 0).
     #[inline]
-    pub fn is_write(&self) -> bool {
-        self.opcode & 1 != 0
+    pub const fn is_write(&self) -> bool {
+        self.opcode() & 1 != 0
     }
 
     /// The submission entry, without data pointer or command id, after the C driver's checks
     /// (`nvme_user_cmd()`): no flags, and on a namespace device (`ns_nsid` is `Some`) the nsid
-    /// must be that namespace's.
+    /// must be that namespace's. Opcode, nsid, dwords 2, 3 and 10..=15 are the user's (at
+    /// the same offsets in both layouts); metadata and data pointer are the driver's to set.
     ///
     /// # Errors
     ///
     /// [`PassthruError::Invalid`].
     #[inline(always)]
     pub fn to_entry(&self, ns_nsid: Option<u32>) -> Result<SubmissionEntry, PassthruError> {
-        if self.flags != 0 {
+        if self.flags() != 0 {
             return Err(PassthruError::Invalid);
         }
-        if ns_nsid.is_some_and(|n| n != self.nsid) {
+        if ns_nsid.is_some_and(|n| n != self.nsid()) {
             return Err(PassthruError::Invalid);
         }
-        Ok(SubmissionEntry::with_cdws(
-            self.opcode,
-            self.nsid,
-            self.cdw2_3,
-            self.cdw10_15,
-        ))
+        let q = &self.q;
+        Ok(SubmissionEntry::from_qwords([
+            q[0] & Q0_ENTRY_MASK,
+            q[1],
+            0,
+            0,
+            0,
+            q[5],
+            q[6],
+            q[7],
+        ]))
     }
 }
 
@@ -380,38 +465,96 @@ mod tests {
     }
 
     #[test]
+    fn uring_qwords_decode_as_the_bytes_do() {
+        // Reference: each field read from the bytes at its `struct nvme_uring_cmd` offset
+        // (include/uapi/linux/nvme_ioctl.h); the decoder gets the same bytes as the nine
+        // little-endian quadwords a ring's SQE payload is read as. Reserved bytes (2..4,
+        // 68..72) must not show anywhere, so the entry is compared too.
+        let le32 = |b: &[u8], o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
+        let le64 = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for round in 0..1000 {
+            let mut b = [0u8; URING_CMD_SIZE];
+            for x in b.iter_mut() {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                *x = seed as u8;
+            }
+            if round % 2 == 0 {
+                b[1] = 0; // flags: valid half the time
+            }
+            let mut q = [0u64; URING_CMD_SIZE / 8];
+            for (i, v) in q.iter_mut().enumerate() {
+                *v = le64(&b, 8 * i);
+            }
+            let c = UserCmd::from_uring_qwords(&q);
+            assert_eq!(c.opcode(), b[0]);
+            assert_eq!(c.flags(), b[1]);
+            assert_eq!(c.nsid(), le32(&b, 4));
+            assert_eq!(c.metadata(), le64(&b, 16));
+            assert_eq!(c.addr(), le64(&b, 24));
+            assert_eq!(c.metadata_len(), le32(&b, 32));
+            assert_eq!(c.data_len(), le32(&b, 36));
+            assert_eq!(c.timeout_ms(), le32(&b, 64));
+            assert_eq!(c, UserCmd::parse(&b).unwrap());
+            match c.to_entry(None) {
+                Ok(e) => {
+                    assert_eq!(b[1], 0);
+                    let w = e.to_bytes();
+                    assert_eq!(w[0], b[0]);
+                    assert_eq!(w[1..4], [0; 3]);
+                    assert_eq!(w[4..16], b[4..16]);
+                    assert_eq!(w[16..40], [0; 24]);
+                    assert_eq!(w[40..64], b[40..64]);
+                }
+                Err(e) => {
+                    assert_ne!(b[1], 0);
+                    assert_eq!(e, PassthruError::Invalid);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn parse_reads_every_field_at_its_offset() {
         let mut b = [0u8; PASSTHRU_CMD64_SIZE];
         for (i, x) in b.iter_mut().enumerate() {
             *x = i as u8;
         }
         let c = UserCmd::parse(&b).unwrap();
-        assert_eq!(c.opcode, 0);
-        assert_eq!(c.flags, 1);
-        assert_eq!(c.nsid, u32::from_le_bytes([4, 5, 6, 7]));
-        assert_eq!(c.addr, u64::from_le_bytes([24, 25, 26, 27, 28, 29, 30, 31]));
-        assert_eq!(c.data_len, u32::from_le_bytes([36, 37, 38, 39]));
-        assert_eq!(c.cdw10_15[5], u32::from_le_bytes([60, 61, 62, 63]));
-        assert_eq!(c.timeout_ms, u32::from_le_bytes([64, 65, 66, 67]));
+        assert_eq!(c.opcode(), 0);
+        assert_eq!(c.flags(), 1);
+        assert_eq!(c.nsid(), u32::from_le_bytes([4, 5, 6, 7]));
+        assert_eq!(
+            c.addr(),
+            u64::from_le_bytes([24, 25, 26, 27, 28, 29, 30, 31])
+        );
+        assert_eq!(c.data_len(), u32::from_le_bytes([36, 37, 38, 39]));
+        assert_eq!(c.to_entry(None), Err(PassthruError::Invalid)); // flags byte 1
+        let e = UserCmd::parse(&{
+            let mut z = b;
+            z[1] = 0;
+            z
+        })
+        .unwrap()
+        .to_entry(None)
+        .unwrap();
+        assert_eq!(e.cdw(15), Some(u32::from_le_bytes([60, 61, 62, 63])));
+        assert_eq!(c.timeout_ms(), u32::from_le_bytes([64, 65, 66, 67]));
         assert!(UserCmd::parse(&b[..67]).is_none());
         assert_eq!(UserCmd::parse(&b[..68]), Some(c));
     }
 
     #[test]
     fn entry_checks_flags_and_nsid() {
-        let mut c = UserCmd {
-            opcode: 0x02,
-            nsid: 1,
-            ..UserCmd::default()
-        };
+        let c = UserCmd::from_fields(0x02, 0, 1, [0; 2], 0, 0, [0; 6], 0);
         assert!(c.to_entry(Some(1)).is_ok());
         assert_eq!(c.to_entry(Some(2)), Err(PassthruError::Invalid));
         assert!(c.to_entry(None).is_ok());
-        c.flags = 0x40;
+        let c = UserCmd::from_fields(0x02, 0x40, 1, [0; 2], 0, 0, [0; 6], 0);
         assert_eq!(c.to_entry(None), Err(PassthruError::Invalid));
-        c.flags = 0;
-        c.cdw2_3 = [7, 8];
-        c.cdw10_15 = [10, 11, 12, 13, 14, 15];
+        let c = UserCmd::from_fields(0x02, 0, 1, [7, 8], 0, 0, [10, 11, 12, 13, 14, 15], 0);
         let e = c.to_entry(None).unwrap();
         assert_eq!((e.cdw(2), e.cdw(3)), (Some(7), Some(8)));
         assert_eq!((e.cdw(10), e.cdw(15)), (Some(10), Some(15)));

@@ -48,7 +48,10 @@ pub enum SglKind {
 /// assert_eq!((l.addr(), l.length(), l.kind(), l.to_bytes()[15]), (0x4000, 48, SglKind::LastSegment, 0x30));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[repr(transparent)]
+// Aligned as the PRP entries it shares the data pointer with: `DataPointer`'s two variants
+// then put their 16 bytes at the same aligned offset, and moving one is two quadword copies
+// rather than unaligned pieces per variant.
+#[repr(C, align(8))]
 pub struct SglDescriptor([u8; 16]);
 
 const _: () = assert!(core::mem::size_of::<SglDescriptor>() == 16);

@@ -63,9 +63,9 @@ fn copy(buf: &CoherentAllocation, addr: u64, len: usize, to_device: bool) -> Res
 /// while waiting for another admin command; or the command timed out: the controller was then
 /// disabled and reset), `ENODEV` (the controller is disabled or waits for a reset).
 pub(super) fn exec(inner: &Inner, cmd: &UserCmd, mut entry: SubmissionEntry) -> Result<(i32, u64)> {
-    let len = if cmd.has_data() { cmd.data_len } else { 0 };
+    let len = if cmd.has_data() { cmd.data_len() } else { 0 };
     // No metadata on the admin queue (`nvme_map_user_request()`: no integrity profile).
-    if len != 0 && cmd.metadata != 0 && cmd.metadata_len != 0 {
+    if len != 0 && cmd.metadata() != 0 && cmd.metadata_len() != 0 {
         return Err(EINVAL);
     }
     if len > MAX_ADMIN_DATA {
@@ -77,7 +77,7 @@ pub(super) fn exec(inner: &Inner, cmd: &UserCmd, mut entry: SubmissionEntry) -> 
         let b = CoherentAllocation::new(&io.dev, len.next_multiple_of(CHUNK))?;
         b.zero();
         if cmd.is_write() {
-            copy(&b, cmd.addr, len, true)?;
+            copy(&b, cmd.addr(), len, true)?;
         }
         Some(b)
     } else {
@@ -95,10 +95,10 @@ pub(super) fn exec(inner: &Inner, cmd: &UserCmd, mut entry: SubmissionEntry) -> 
 
     // One admin command at a time (the admin lock); on every error path (a timeout included,
     // after which the controller is disabled) `buf` and `_list` are freed by their drops.
-    let (status, result) = run(inner, entry, cmd.timeout_ms)?;
+    let (status, result) = run(inner, entry, cmd.timeout_ms())?;
     if let Some(b) = &buf {
         if !cmd.is_write() {
-            copy(b, cmd.addr, len, false)?;
+            copy(b, cmd.addr(), len, false)?;
         }
     }
     Ok((i32::from(status), result))

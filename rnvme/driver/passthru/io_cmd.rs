@@ -224,7 +224,7 @@ impl UserStatus for IoOps {
             // The device is done with the buffer, so the reference may go now, unless it is the
             // last one: releasing a tag unmaps and frees, which waits for process context.
             if let Some(last) = tag.into_unique_or_drop() {
-                drop(pt.tag.replace(Some(Arc::from(last))));
+                pt.tag.put(Arc::from(last));
                 return None;
             }
         }
@@ -270,7 +270,7 @@ fn build(
     uring: Option<(&UringCmd<'_>, &PtFile)>,
     stamp: Stamp,
 ) -> Result<(UserRequest<IoOps>, Option<Arc<Tag>>, Stamp)> {
-    if cmd.has_data() && cmd.metadata != 0 && cmd.metadata_len != 0 {
+    if cmd.has_data() && cmd.metadata() != 0 && cmd.metadata_len() != 0 {
         // rnvme namespaces have no metadata (`nvme_map_user_request()`: no integrity).
         return Err(EINVAL);
     }
@@ -300,12 +300,12 @@ fn build(
             Some((u, file)) if u.fixed() => {
                 // The premapped path takes what the per-I/O path would map without a bounce
                 // buffer: dword-aligned data within the queue's transfer limit.
-                let tag = if cmd.addr & 3 == 0 && cmd.data_len <= ns.disk.max_hw_bytes() {
+                let tag = if cmd.addr() & 3 == 0 && cmd.data_len() <= ns.disk.max_hw_bytes() {
                     file.tags.tag_for(
                         files,
                         u,
-                        cmd.addr,
-                        cmd.data_len,
+                        cmd.addr(),
+                        cmd.data_len(),
                         cmd.is_write(),
                         &inner.io,
                         &inner.stats,
@@ -314,20 +314,20 @@ fn build(
                     None
                 };
                 if tag.is_none() {
-                    rq.map_fixed(u, cmd.addr, cmd.data_len)?;
+                    rq.map_fixed(u, cmd.addr(), cmd.data_len())?;
                     inner.stats.add(Counter::IoFixedMapped, 1);
                     inner.stats.add(Counter::IoMapped, 1);
                 }
                 tag
             }
             _ => {
-                rq.map_user(cmd.addr, cmd.data_len)?;
+                rq.map_user(cmd.addr(), cmd.data_len())?;
                 // Pages a cached tag maps already are sent on it, never mapped twice
                 // (`Registry::tag_holding`); dword-aligned data only, as on the fixed path.
-                let tag = if cmd.addr & 3 == 0 {
+                let tag = if cmd.addr() & 3 == 0 {
                     let r = rq.request();
                     let own = uring.map(|(_, file)| &*file.tags);
-                    files.tag_holding(own, &inner.stats, cmd.addr, cmd.data_len, |f| {
+                    files.tag_holding(own, &inner.stats, cmd.addr(), cmd.data_len(), |f| {
                         r.for_each_segment(|seg| f(seg))
                     })
                 } else {
@@ -344,8 +344,8 @@ fn build(
     };
     // A new request's timeout is 0, the queue's default (`blk_mq_rq_ctx_init()`); only a
     // command's own timeout is set (`nvme_user_cmd()` in `drivers/nvme/host/ioctl.c`).
-    if cmd.timeout_ms != 0 {
-        rq.set_timeout_ms(cmd.timeout_ms);
+    if cmd.timeout_ms() != 0 {
+        rq.set_timeout_ms(cmd.timeout_ms());
     }
     let stamp = match uring {
         Some(_) => phases.end(Phase::Data, stamp),
@@ -375,12 +375,12 @@ pub(super) fn exec(
 #[inline(always)]
 fn attach(rq: &UserRequest<IoOps>, t: Arc<Tag>, cmd: &UserCmd) {
     let pt = &rq.request().shared().pt;
-    let offset = cmd.addr.wrapping_sub(t.buf().buf().ubuf);
+    let offset = cmd.addr().wrapping_sub(t.buf().buf().ubuf);
     pt.tag_offset.store(offset, Ordering::Relaxed);
-    pt.tag_len.store(cmd.data_len, Ordering::Relaxed);
+    pt.tag_len.store(cmd.data_len(), Ordering::Relaxed);
     t.count(Counter::IoPremapped);
     // Nothing can fail from here on: the request reaches its end, where the reference goes.
-    drop(pt.tag.replace(Some(t)));
+    pt.tag.put(t);
 }
 
 /// Issues user I/O command `cmd` for io_uring command `u` on `file`; it completes through

@@ -365,9 +365,7 @@ impl FileOps for DevFile {
             return Err(EAGAIN);
         }
         let inner = self.shared.gate.enter()?;
-        let mut b = [0u8; URING_CMD_SIZE];
-        u.read(&mut b)?;
-        let cmd = UserCmd::parse(&b).ok_or(EINVAL)?;
+        let cmd = UserCmd::from_uring_qwords(&u.read_qwords::<{ URING_CMD_SIZE / 8 }>()?);
         if admin {
             let entry = self.check(&inner, &cmd, &Target::Admin, write)?;
             // Fixed buffers are for I/O commands here; admin data is always copied.

@@ -88,6 +88,12 @@ impl<T: Operations> RqList<T> {
         self.raw.head.is_null()
     }
 
+    /// Whether the list holds exactly one request.
+    #[inline]
+    pub fn is_single(&self) -> bool {
+        !self.raw.head.is_null() && self.raw.head == self.raw.tail
+    }
+
     /// The index of the hardware queue of the first request (`rq->mq_hctx`), if any.
     pub fn peek_hctx_idx(&self) -> Option<u32> {
         let head = NonNull::new(self.raw.head)?;
