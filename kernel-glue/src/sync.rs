@@ -11,6 +11,7 @@
 
 use core::{
     cell::UnsafeCell,
+    ffi::c_void,
     ops::{Deref, DerefMut},
 };
 
@@ -271,46 +272,71 @@ impl<T> Drop for SpinLockGuard<'_, T> {
 /// A slot holding at most one `Arc<T>`, taken and put with atomic swaps (no lock), e.g. for a
 /// reference a request carries in its PDU from submission to completion.
 ///
+/// The reference is kept in its foreign form (`ForeignOwnable::into_foreign()`: the pointer to
+/// the `Arc`'s allocation), not as `Arc::into_raw()`'s data pointer: getting the `Arc` back from
+/// the data pointer computes the data's offset through a `core` layout function the kernel's
+/// `core` does not inline, a call per use for nothing, while the foreign form is the `Arc`'s own
+/// pointer.
+///
 /// # Invariants
 ///
-/// `p` is null or a pointer from `Arc::into_raw` whose reference the slot owns.
-pub struct ArcSlot<T> {
-    p: core::sync::atomic::AtomicPtr<T>,
+/// `p` is null or a pointer from `Arc::<T>::into_foreign` whose reference the slot owns.
+pub struct ArcSlot<T: 'static> {
+    p: core::sync::atomic::AtomicPtr<c_void>,
+    _t: core::marker::PhantomData<kernel::sync::Arc<T>>,
 }
 
 // SAFETY: the slot moves `Arc<T>`s between threads: as `Arc<T>` itself, needs `T: Send + Sync`.
-unsafe impl<T: Send + Sync> Send for ArcSlot<T> {}
+unsafe impl<T: Send + Sync + 'static> Send for ArcSlot<T> {}
 // SAFETY: `&ArcSlot` only swaps whole references atomically.
-unsafe impl<T: Send + Sync> Sync for ArcSlot<T> {}
+unsafe impl<T: Send + Sync + 'static> Sync for ArcSlot<T> {}
 
-impl<T> Default for ArcSlot<T> {
+impl<T: 'static> Default for ArcSlot<T> {
     fn default() -> Self {
         // INVARIANT: empty.
         Self {
             p: core::sync::atomic::AtomicPtr::new(core::ptr::null_mut()),
+            _t: core::marker::PhantomData,
         }
     }
 }
 
-impl<T> core::fmt::Debug for ArcSlot<T> {
+impl<T: 'static> core::fmt::Debug for ArcSlot<T> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("ArcSlot").finish()
     }
 }
 
-impl<T> ArcSlot<T> {
+/// `a` in its foreign form (the slot's representation).
+#[inline(always)]
+fn foreign<T: 'static>(a: kernel::sync::Arc<T>) -> *mut c_void {
+    kernel::types::ForeignOwnable::into_foreign(a).cast_mut()
+}
+
+/// The `Arc` whose foreign form is `p`.
+///
+/// # Safety
+///
+/// `p` is non-null and came from `Arc::<T>::into_foreign`; its reference is the caller's.
+#[inline(always)]
+unsafe fn unforeign<T: 'static>(p: *mut c_void) -> kernel::sync::Arc<T> {
+    // SAFETY: the caller's guarantee.
+    unsafe { <kernel::sync::Arc<T> as kernel::types::ForeignOwnable>::from_foreign(p) }
+}
+
+impl<T: 'static> ArcSlot<T> {
     /// Puts `v` in the slot; returns what was there.
     #[inline]
     pub fn replace(&self, v: Option<kernel::sync::Arc<T>>) -> Option<kernel::sync::Arc<T>> {
-        let new = v.map_or(core::ptr::null_mut(), |a| a.into_raw().cast_mut());
+        let new = v.map_or(core::ptr::null_mut(), foreign);
         // INVARIANT: the slot now owns `new`'s reference; the old one goes to the caller.
         let old = self.p.swap(new, core::sync::atomic::Ordering::AcqRel);
         if old.is_null() {
             None
         } else {
-            // SAFETY: `old` came from `Arc::into_raw` and its reference was the slot's (type
+            // SAFETY: `old` came from `into_foreign` and its reference was the slot's (type
             // invariant); the swap handed it to us alone.
-            Some(unsafe { kernel::sync::Arc::from_raw(old) })
+            Some(unsafe { unforeign(old) })
         }
     }
 
@@ -322,9 +348,9 @@ impl<T> ArcSlot<T> {
         // INVARIANT: the slot now owns `v`'s reference; the old one is released below.
         let old = self
             .p
-            .swap(v.into_raw().cast_mut(), core::sync::atomic::Ordering::AcqRel);
+            .swap(foreign(v), core::sync::atomic::Ordering::AcqRel);
         if !old.is_null() {
-            // SAFETY: `old` came from `Arc::into_raw` with the slot's reference, which the swap
+            // SAFETY: `old` came from `into_foreign` with the slot's reference, which the swap
             // handed to this call alone.
             unsafe { Self::release(old) };
         }
@@ -334,12 +360,13 @@ impl<T> ArcSlot<T> {
     ///
     /// # Safety
     ///
-    /// `p` came from `Arc::into_raw` and its reference is the caller's to give up.
+    /// `p` is non-null, came from `Arc::<T>::into_foreign` and its reference is the caller's
+    /// to give up.
     #[cold]
     #[inline(never)]
-    unsafe fn release(p: *mut T) {
+    unsafe fn release(p: *mut c_void) {
         // SAFETY: the caller's guarantee.
-        drop(unsafe { kernel::sync::Arc::from_raw(p) });
+        drop(unsafe { unforeign::<T>(p) });
     }
 
     /// Takes the reference out, leaving the slot empty.
@@ -356,27 +383,30 @@ impl<T> ArcSlot<T> {
 
     /// Runs `f` on what the slot holds without taking a new reference: the slot's own is
     /// taken out for the call and put back after (a concurrent `take` in between sees an empty
-    /// slot; one user at a time is the intended use).
-    ///
-    /// The reference is held meanwhile as the raw pointer the slot stores, not as an `Arc`:
-    /// `Arc::from_raw()` finds the data's offset through a `core` function the kernel's `core`
-    /// does not inline, a call per use. (Should `f` panic, the reference is leaked, never
-    /// dropped twice.)
+    /// slot; one user at a time is the intended use). (Should `f` panic, the reference is
+    /// leaked, never dropped twice.)
     #[inline]
     pub fn with<R>(&self, f: impl FnOnce(Option<&T>) -> R) -> R {
         let p = self
             .p
             .swap(core::ptr::null_mut(), core::sync::atomic::Ordering::AcqRel);
-        // SAFETY: `p` is null or came from `Arc::into_raw` with the slot's reference (type
-        // invariant), which the swap handed to this call alone: the data lives at least until
-        // that reference is put back below.
-        let r = f(unsafe { p.cast_const().as_ref() });
+        let b = if p.is_null() {
+            None
+        } else {
+            // SAFETY: `p` came from `into_foreign` with the slot's reference (type invariant),
+            // which the swap handed to this call alone: the data lives at least until that
+            // reference is put back below, after the borrow's last use.
+            Some(unsafe {
+                <kernel::sync::Arc<T> as kernel::types::ForeignOwnable>::borrow(p)
+            })
+        };
+        let r = f(b.as_deref());
         if !p.is_null() {
             // INVARIANT: the reference goes back to the slot.
             let old = self.p.swap(p, core::sync::atomic::Ordering::AcqRel);
             if !old.is_null() {
                 // Something put in meanwhile is dropped: the slot keeps the reference it had.
-                // SAFETY: `old` came from `Arc::into_raw` with the slot's reference, which the
+                // SAFETY: `old` came from `into_foreign` with the slot's reference, which the
                 // swap handed to us alone.
                 unsafe { Self::release(old) };
             }
@@ -385,7 +415,7 @@ impl<T> ArcSlot<T> {
     }
 }
 
-impl<T> Drop for ArcSlot<T> {
+impl<T: 'static> Drop for ArcSlot<T> {
     fn drop(&mut self) {
         drop(self.take());
     }
