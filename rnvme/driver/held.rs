@@ -39,7 +39,8 @@ impl<T> Held<T> {
         if self.0.is_none() {
             self.0 = ManuallyDrop::new(Some(f()));
         }
-        self.full()
+        // SAFETY: filled above if it was empty.
+        unsafe { self.full() }
     }
 
     /// Puts `v` in the slot, dropping what it held (out of line, if anything); returns it.
@@ -50,16 +51,19 @@ impl<T> Held<T> {
         }
         // The old value is dropped (or was none): assigned over without drop glue.
         self.0 = ManuallyDrop::new(Some(v));
-        self.full()
+        // SAFETY: filled just above.
+        unsafe { self.full() }
     }
 
-    /// The value of a slot just filled: the empty case is never taken, and folds away.
+    /// The value of a slot just filled.
+    ///
+    /// # Safety
+    ///
+    /// The slot holds a value.
     #[inline(always)]
-    fn full(&mut self) -> &mut T {
-        match &mut *self.0 {
-            Some(v) => v,
-            None => unreachable!("a slot is full after it was filled"),
-        }
+    unsafe fn full(&mut self) -> &mut T {
+        // SAFETY: the caller's guarantee (no panic path: the module has none).
+        unsafe { self.0.as_mut().unwrap_unchecked() }
     }
 }
 

@@ -141,10 +141,14 @@ impl SubmissionEntry {
         ])
     }
 
-    /// Quadword `n` (0..8) as a native value.
+    /// Quadword `n` as a native value (0 past the eighth; callers pass constants below 8).
     #[inline(always)]
     const fn qword(&self, n: usize) -> u64 {
-        u64::from_le(self.q[n])
+        if n < SQE_SIZE / 8 {
+            u64::from_le(self.q[n])
+        } else {
+            0
+        }
     }
 
     /// Sets quadword `n` (0..8) from a native value.
