@@ -136,16 +136,21 @@ fn find_end<T: SegLen>(
     mut f: impl FnMut(&T),
 ) -> Result<(usize, usize), usize> {
     let mut size = need;
-    for (i, seg) in table.iter().enumerate() {
+    // One induction variable (the slice iterator's pointer); the index is recovered from what
+    // is left only where the walk stops.
+    let mut rest = table.iter();
+    while let Some(seg) = rest.next() {
         let len = seg.seg_len();
         if size < len {
             if size > 0 {
                 f(seg);
             }
-            return Ok((i, size));
+            // `rest` is a suffix of `table` that no longer holds `seg`: the index cannot wrap.
+            return Ok((table.len().wrapping_sub(rest.len()).wrapping_sub(1), size));
         }
         f(seg);
-        size -= len;
+        // `len <= size`: no wrap.
+        size = size.wrapping_sub(len);
     }
     if size == 0 {
         Ok((table.len(), 0))
@@ -229,15 +234,14 @@ impl<'a, P: Page, D: FixedDirection> IovIter<'a, P, D> {
     /// # Ok::<(), bvec::BvecError>(())
     /// ```
     pub fn bvec(table: &'a [Bvec<P>], count: usize) -> Result<Self, IovError> {
-        let mask = (PAGE_SIZE - 1) as u32;
-        let mut uniform = true;
-        let end = find_end(table, count, |bv| {
-            uniform &= (bv.offset() | bv.len()) & mask == 0;
-        })
-        .map_err(exceeds(count))?;
+        // Every offset and length a multiple of the page size iff their bits below it, ORed
+        // together, are all zero: one OR per entry, one test at the end.
+        let mut bits = 0u32;
+        let end =
+            find_end(table, count, |bv| bits |= bv.offset() | bv.len()).map_err(exceeds(count))?;
         let kind = Kind::Bvec {
             table,
-            uniform,
+            uniform: bits & (PAGE_SIZE - 1) as u32 == 0,
             shift: None,
         };
         Ok(Self::build(kind, 0, count, end))

@@ -96,6 +96,7 @@ impl AddrSeg for Kvec {
 /// there is no index bounds check per segment, and the position arithmetic is wrapping where the
 /// invariants bound it (see each comment): under `CONFIG_RUST_OVERFLOW_CHECKS` a plain `-`/`+`
 /// the compiler cannot prove in range costs a compare, a branch and a panic path per page.
+/// Segments wanted whole from their start, the common shape, run in a loop of their own.
 #[inline(always)]
 fn iterate_addr<V: AddrSeg, P, S: Step<P> + ?Sized>(
     table: &[V],
@@ -107,13 +108,40 @@ fn iterate_addr<V: AddrSeg, P, S: Step<P> + ?Sized>(
     let total = len;
     let mut rest = table.get(*idx..).unwrap_or_default();
     let mut skip = *off;
-    while let Some((seg, tail)) = rest.split_first() {
+    'walk: loop {
+        if skip == 0 {
+            while let Some((seg, tail)) = rest.split_first() {
+                let seg_len = seg.len();
+                if seg_len > len {
+                    break;
+                }
+                if seg_len != 0 {
+                    // `progress = total - len` never wraps (`len` only shrinks); wrapping so
+                    // that it costs nothing when the step ignores it (the copies do).
+                    let remain = min(
+                        V::call(step, seg.base(), total.wrapping_sub(len), seg_len),
+                        seg_len,
+                    );
+                    // `seg_len - remain <= seg_len <= len`: no wrap.
+                    len = len.wrapping_sub(seg_len - remain);
+                    if remain != 0 {
+                        skip = seg_len - remain;
+                        break 'walk;
+                    }
+                }
+                rest = tail;
+                if len == 0 {
+                    break 'walk;
+                }
+            }
+        }
+        let Some((seg, tail)) = rest.split_first() else {
+            break;
+        };
         let seg_len = seg.len();
         // Saturating although `skip <= seg_len` (the position invariant): see `iterate_bvec`.
         let part = min(len, seg_len.saturating_sub(skip));
         if part != 0 {
-            // `progress = total - len` never wraps (`len` only shrinks); wrapping so that it
-            // costs nothing when the step ignores it (the copies do).
             let remain = min(
                 V::call(
                     step,
@@ -143,8 +171,12 @@ fn iterate_addr<V: AddrSeg, P, S: Step<P> + ?Sized>(
     total.wrapping_sub(len)
 }
 
-/// `iterate_bvec`: page by page; the pointer moves past a segment as soon as it is finished, and
-/// a short step stops the walk there.
+/// `iterate_bvec`: page by page; the walk moves past a segment as soon as it is finished, and
+/// a short step stops it there.
+///
+/// The common shape (an entry inside one page, from its start, wholly wanted) runs in a loop of
+/// its own, one step per entry and nothing else to track; any other entry is walked chunk by
+/// chunk below it.
 #[inline(always)]
 fn iterate_bvec<P: Page, S: Step<P> + ?Sized>(
     table: &[Bvec<P>],
@@ -156,36 +188,41 @@ fn iterate_bvec<P: Page, S: Step<P> + ?Sized>(
     let total = len;
     let mut rest = table.get(*idx..).unwrap_or_default();
     let mut skip = *off;
-    while let Some((bv, tail)) = rest.split_first() {
-        let bv_len = bv.len() as usize;
-        // Fast path, the common shape (a page-sized or smaller entry inside one page, from its
-        // start, wholly wanted): one step, no page split, no partial-segment bookkeeping. Same
-        // result as the general path below, which `part == bv_len` reduces to.
-        let bv_off = bv.offset() as usize;
-        if skip == 0 && bv_len <= len && bv_off.wrapping_add(bv_len) <= PAGE_SIZE {
-            let remain = min(
-                step.page(bv.page(), bv_off, total.wrapping_sub(len), bv_len),
-                bv_len,
-            );
-            // `bv_len - remain <= bv_len <= len`: no wrap.
-            len = len.wrapping_sub(bv_len - remain);
-            if remain != 0 {
-                skip = bv_len - remain;
-                break;
+    'walk: loop {
+        if skip == 0 {
+            while let Some((bv, tail)) = rest.split_first() {
+                let bv_len = bv.len() as usize;
+                let bv_off = bv.offset() as usize;
+                if bv_len > len || bv_off.wrapping_add(bv_len) > PAGE_SIZE {
+                    break;
+                }
+                let remain = min(
+                    step.page(bv.page(), bv_off, total.wrapping_sub(len), bv_len),
+                    bv_len,
+                );
+                // `bv_len - remain <= bv_len <= len`: no wrap.
+                len = len.wrapping_sub(bv_len - remain);
+                if remain != 0 {
+                    skip = bv_len - remain;
+                    break 'walk;
+                }
+                rest = tail;
+                if len == 0 {
+                    break 'walk;
+                }
             }
-            rest = tail;
-            if len == 0 {
-                break;
-            }
-            continue;
         }
+        let Some((bv, tail)) = rest.split_first() else {
+            break;
+        };
+        let bv_len = bv.len() as usize;
         // `skip <= bv_len <= u32::MAX` and `bv_offset <= u32::MAX`: the sum cannot wrap.
-        let offset = bv_off.wrapping_add(skip);
+        let offset = (bv.offset() as usize).wrapping_add(skip);
         let in_page = offset & PAGE_MASK;
         // `skip < bv_len` (the position invariant), so a plain subtraction would do; saturating
-        // (2 instructions per page) keeps an inconsistent state from reaching memory outside
-        // the segment (a kvec's kernel addresses, a page past the bvec), defence in depth for
-        // the unsafe memory implementations.
+        // (2 instructions per chunk) keeps an inconsistent state from reaching memory outside
+        // the segment (a page past the bvec), defence in depth for the unsafe memory
+        // implementations.
         let part = min(min(len, bv_len.saturating_sub(skip)), PAGE_SIZE - in_page);
         let remain = min(
             step.page(
@@ -215,6 +252,10 @@ fn iterate_bvec<P: Page, S: Step<P> + ?Sized>(
 }
 
 /// `iterate_folioq` over a flat folio table: page by page inside each folio.
+///
+/// As in [`iterate_bvec`], the common shape (a single-page folio from its start, wholly
+/// wanted) runs in a loop of its own, one step of a whole page per folio; any other folio is
+/// walked below it.
 #[inline(always)]
 fn iterate_folios<P: Page, S: Step<P> + ?Sized>(
     table: &[Folio<P>],
@@ -226,27 +267,32 @@ fn iterate_folios<P: Page, S: Step<P> + ?Sized>(
     let total = len;
     let mut rest = table.get(*idx..).unwrap_or_default();
     let mut skip = *off;
-    while let Some((folio, tail)) = rest.split_first() {
-        let fsize = folio.size();
-        // Fast path, the common shape (a single-page folio from its start, wholly wanted): one
-        // step of a whole page. Same result as the general path below.
-        if skip == 0 && fsize == PAGE_SIZE && len >= PAGE_SIZE {
-            let remain = min(
-                step.page(folio.head(), 0, total.wrapping_sub(len), PAGE_SIZE),
-                PAGE_SIZE,
-            );
-            // `PAGE_SIZE - remain <= PAGE_SIZE <= len`: no wrap.
-            len = len.wrapping_sub(PAGE_SIZE - remain);
-            if remain != 0 {
-                skip = PAGE_SIZE - remain;
-                break;
+    'walk: loop {
+        if skip == 0 {
+            while let Some((folio, tail)) = rest.split_first() {
+                if folio.size() != PAGE_SIZE || len < PAGE_SIZE {
+                    break;
+                }
+                let remain = min(
+                    step.page(folio.head(), 0, total.wrapping_sub(len), PAGE_SIZE),
+                    PAGE_SIZE,
+                );
+                // `PAGE_SIZE - remain <= PAGE_SIZE <= len`: no wrap.
+                len = len.wrapping_sub(PAGE_SIZE - remain);
+                if remain != 0 {
+                    skip = PAGE_SIZE - remain;
+                    break 'walk;
+                }
+                rest = tail;
+                if len == 0 {
+                    break 'walk;
+                }
             }
-            rest = tail;
-            if len == 0 {
-                break;
-            }
-            continue;
         }
+        let Some((folio, tail)) = rest.split_first() else {
+            break;
+        };
+        let fsize = folio.size();
         let mut remain = 0;
         if skip < fsize {
             let in_page = skip & PAGE_MASK;
