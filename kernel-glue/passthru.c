@@ -115,6 +115,8 @@ static int rnvme_chardev_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int iss
 		facts |= RNVME_URING_IOPOLL;
 	if (ioucmd->flags & IORING_URING_CMD_FIXED)
 		facts |= RNVME_URING_FIXED;
+	if (issue_flags & IO_URING_F_CQE32)
+		facts |= RNVME_URING_CQE32;
 	/* No request yet: rnvme_chardev_uring_cmd_iopoll() polls only one that was issued. */
 	WRITE_ONCE(rnvme_uring_pdu(ioucmd)->rq, NULL);
 	/*
@@ -267,6 +269,20 @@ void rnvme_glue_user_rq_finish(struct request *rq, struct bio *bio)
 void rnvme_glue_uring_cmd_done(void *ioucmd, int value, u64 result, unsigned int issue_flags)
 {
 	io_uring_cmd_done(ioucmd, value, result, issue_flags);
+}
+
+int rnvme_glue_uring_fixed_copy(void *ioucmd, u64 ubuf, void *kbuf, u32 len, bool from_user)
+{
+	struct iov_iter iter;
+	int ret;
+
+	ret = io_uring_cmd_import_fixed(ubuf, len, from_user ? ITER_SOURCE : ITER_DEST, &iter,
+					ioucmd);
+	if (ret < 0 || !kbuf)
+		return ret;
+	if (from_user)
+		return copy_from_iter(kbuf, len, &iter) == len ? 0 : -EFAULT;
+	return copy_to_iter(kbuf, len, &iter) == len ? 0 : -EFAULT;
 }
 
 /*

@@ -32,6 +32,7 @@ struct request;
 #define RNVME_URING_NONBLOCK 0x4U /* issue_flags & IO_URING_F_NONBLOCK */
 #define RNVME_URING_IOPOLL 0x8U /* issue_flags & IO_URING_F_IOPOLL */
 #define RNVME_URING_FIXED 0x10U /* ioucmd->flags & IORING_URING_CMD_FIXED */
+#define RNVME_URING_CQE32 0x20U /* issue_flags & IO_URING_F_CQE32 */
 void *rnvme_glue_chardev_register(const char *name, void *data,
 				  int (*open)(void *data, void **file_data),
 				  void (*release)(void *file_data),
@@ -75,6 +76,13 @@ void rnvme_glue_user_rq_finish(struct request *rq, struct bio *bio);
 /* ---- io_uring commands (include/linux/io_uring/cmd.h) --------------------------------------- */
 /* io_uring_cmd_done(ioucmd, value, result, issue_flags): completes a command issued inline. */
 void rnvme_glue_uring_cmd_done(void *ioucmd, int value, u64 result, unsigned int issue_flags);
+/*
+ * io_uring_cmd_import_fixed() of [ubuf, ubuf + len) in the command's registered buffer, then
+ * copy_from_iter() into `kbuf` (`from_user`) or copy_to_iter() out of it: -EFAULT when the range
+ * is not inside the registered buffer (or a copy comes up short), as nvme_map_user_request()
+ * answers for a fixed buffer. With `kbuf` NULL only the range is checked.
+ */
+int rnvme_glue_uring_fixed_copy(void *ioucmd, u64 ubuf, void *kbuf, u32 len, bool from_user);
 /*
  * Issues `rq` (mapped, rq->bio saved) without waiting. `status` gives the value and result of
  * the CQE of the ended request (blk_status_t `blk_status`); with `at_end` it runs where the

@@ -169,7 +169,12 @@ driver_initramfs_args() {
     local probe="$RNVME_WORK/passthru-probe"
     cc -static -O2 -Wall -Werror -o "$probe" "$gt/passthru-probe.c" ||
         die "passthru-probe.c did not build (needs a static libc: libc6-dev)"
-    DRIVER_ARGS+=(--add "$probe:/usr/bin/passthru-probe" --test "$gt/50-rnvme-passthru.sh")
+    # io_uring commands whose answers the C driver's ABI fixes (uring-probe.c, raw-uring.h).
+    local uprobe="$RNVME_WORK/uring-probe"
+    cc -static -O2 -Wall -Werror -o "$uprobe" "$gt/uring-probe.c" ||
+        die "uring-probe.c did not build (needs a static libc: libc6-dev)"
+    DRIVER_ARGS+=(--add "$probe:/usr/bin/passthru-probe" --add "$uprobe:/usr/bin/uring-probe"
+        --test "$gt/50-rnvme-passthru.sh")
     # Premapped DMA tags for registered buffers (issue 8): fio with fixedbufs=0/1 and the
     # debugfs counters that say which path each I/O took; premap-reuse (one buffer registered
     # again and again, several open files).

@@ -86,6 +86,13 @@ impl UringCmd<'_> {
         self.facts & helpers::RNVME_URING_SQE128 != 0
     }
 
+    /// Whether the ring uses 32-byte CQEs (`IO_URING_F_CQE32`), where the command's result
+    /// dword goes.
+    #[inline]
+    pub fn cqe32(&self) -> bool {
+        self.facts & helpers::RNVME_URING_CQE32 != 0
+    }
+
     /// Whether the caller must not block (`IO_URING_F_NONBLOCK`).
     #[inline]
     pub fn nonblock(&self) -> bool {
@@ -128,6 +135,69 @@ impl UringCmd<'_> {
             *d = u64::from_le(v);
         }
         Ok(q)
+    }
+
+    /// Checks that the `len` bytes at user address `addr` lie in the ring's registered buffer
+    /// (`io_uring_cmd_import_fixed()`), copying nothing.
+    ///
+    /// # Errors
+    ///
+    /// `EFAULT` when they do not (`nvme_map_user_request()`'s answer for a fixed buffer).
+    pub fn check_fixed(&self, addr: u64, len: u32) -> Result {
+        // SAFETY: the command is live while its call runs; a null buffer is never touched.
+        crate::error::to_result(unsafe {
+            helpers::rnvme_glue_uring_fixed_copy(
+                self.raw.as_ptr(),
+                addr,
+                core::ptr::null_mut(),
+                len,
+                true,
+            )
+        })
+    }
+
+    /// Copies `dst.len()` bytes of the ring's registered buffer, from user address `addr` on,
+    /// into `dst` (`io_uring_cmd_import_fixed()`, `copy_from_iter()`): the registered pages,
+    /// whatever is mapped at `addr` now.
+    ///
+    /// # Errors
+    ///
+    /// `EFAULT` when the range is not inside the registered buffer (`nvme_map_user_request()`'s
+    /// answer for a fixed buffer), `EINVAL` for more than 4 GiB.
+    pub fn read_fixed(&self, addr: u64, dst: &mut [u8]) -> Result {
+        let len = u32::try_from(dst.len()).map_err(|_| EINVAL)?;
+        // SAFETY: the command is live while its call runs; `dst` is writable for `len` bytes and
+        // the helper writes at most that many into it.
+        crate::error::to_result(unsafe {
+            helpers::rnvme_glue_uring_fixed_copy(
+                self.raw.as_ptr(),
+                addr,
+                dst.as_mut_ptr().cast(),
+                len,
+                true,
+            )
+        })
+    }
+
+    /// Copies `src` into the ring's registered buffer from user address `addr` on
+    /// (`io_uring_cmd_import_fixed()`, `copy_to_iter()`).
+    ///
+    /// # Errors
+    ///
+    /// As [`UringCmd::read_fixed`].
+    pub fn write_fixed(&self, addr: u64, src: &[u8]) -> Result {
+        let len = u32::try_from(src.len()).map_err(|_| EINVAL)?;
+        // SAFETY: the command is live while its call runs; the helper only reads `len` bytes of
+        // `src` (`copy_to_iter()` copies out of the kernel buffer).
+        crate::error::to_result(unsafe {
+            helpers::rnvme_glue_uring_fixed_copy(
+                self.raw.as_ptr(),
+                addr,
+                src.as_ptr().cast_mut().cast(),
+                len,
+                false,
+            )
+        })
     }
 
     /// Completes the command now with `value` and `result` (`io_uring_cmd_done()`), for a

@@ -8,7 +8,9 @@
 //!
 //! rnvme's admin queue has no blk-mq tag set (its commands are polled, one at a time), so a user
 //! command's data goes through a bounce buffer in coherent DMA memory: copied from user space
-//! before a write, to user space after a read. Every admin command, the user's and the driver's
+//! before a write, to user space after a read; for an io_uring command on a registered buffer
+//! (`IORING_URING_CMD_FIXED`), from and to the registered buffer's pages, its range checked
+//! before the command runs (`EFAULT` outside it, as `nvme_map_user_request()`). Every admin command, the user's and the driver's
 //! (probe, remove, Abort, reset), holds the admin lock while it runs (`admin.rs`; a user waiting
 //! for it can be interrupted by a signal: `EINTR`), whose holder is bounded by its command's
 //! timeout.
@@ -20,7 +22,10 @@
 //! schedules a reset for a timed-out admin command) before it returns.
 
 use kernel::{prelude::*, uaccess::UserSlice};
-use kernel_glue::dma::{CoherentAllocation, MappedSegment};
+use kernel_glue::{
+    chardev::UringCmd,
+    dma::{CoherentAllocation, MappedSegment},
+};
 use nvme::{SubmissionEntry, UserCmd};
 
 use super::Inner;
@@ -33,8 +38,16 @@ const DEFAULT_TIMEOUT_MS: u32 = 60_000;
 /// Bytes copied per step between user space and the bounce buffer.
 const CHUNK: usize = 4096;
 
-/// Copies `len` bytes between user memory at `addr` and `buf` (`to_device`: user -> buf).
-fn copy(buf: &CoherentAllocation, addr: u64, len: usize, to_device: bool) -> Result {
+/// Copies `len` bytes between user memory at `addr` and `buf` (`to_device`: user -> buf): the
+/// registered buffer's pages at `addr` when `fixed` names the io_uring command whose ring holds
+/// them, else whatever is mapped there.
+fn copy(
+    buf: &CoherentAllocation,
+    addr: u64,
+    len: usize,
+    to_device: bool,
+    fixed: Option<&UringCmd<'_>>,
+) -> Result {
     let mut tmp = KVec::from_elem(0u8, CHUNK.min(len), GFP_KERNEL)?;
     let user = UserSlice::new(usize::try_from(addr).map_err(|_| EFAULT)?, len);
     let (mut r, mut w) = user.reader_writer();
@@ -42,12 +55,21 @@ fn copy(buf: &CoherentAllocation, addr: u64, len: usize, to_device: bool) -> Res
     while off < len {
         let n = CHUNK.min(len - off);
         let t = tmp.get_mut(..n).ok_or(EINVAL)?;
+        // `off < len <= MAX_ADMIN_DATA`: the sum cannot overflow unless `addr` is near the top,
+        // which no registered buffer is.
+        let at = addr.checked_add(off as u64).ok_or(EFAULT)?;
         if to_device {
-            r.read_slice(t)?;
+            match fixed {
+                Some(u) => u.read_fixed(at, t)?,
+                None => r.read_slice(t)?,
+            }
             buf.write(off, t)?;
         } else {
             buf.read(off, t)?;
-            w.write_slice(t)?;
+            match fixed {
+                Some(u) => u.write_fixed(at, t)?,
+                None => w.write_slice(t)?,
+            }
         }
         off += n;
     }
@@ -55,18 +77,29 @@ fn copy(buf: &CoherentAllocation, addr: u64, len: usize, to_device: bool) -> Res
 }
 
 /// Runs user admin command `cmd` (already checked: flags, permission) built as `entry`;
-/// returns the NVMe status (`nvme_req(rq)->status` form, 0 on success) and the result.
+/// returns the NVMe status (`nvme_req(rq)->status` form, 0 on success) and the result. `fixed`:
+/// the io_uring command whose registered buffer holds the data (`IORING_URING_CMD_FIXED`).
 ///
 /// # Errors
 ///
 /// `EINVAL` (metadata, too long), `EFAULT` (bad user buffer), `ENOMEM`, `EINTR` (a signal
 /// while waiting for another admin command; or the command timed out: the controller was then
 /// disabled and reset), `ENODEV` (the controller is disabled or waits for a reset).
-pub(super) fn exec(inner: &Inner, cmd: &UserCmd, mut entry: SubmissionEntry) -> Result<(i32, u64)> {
+pub(super) fn exec(
+    inner: &Inner,
+    cmd: &UserCmd,
+    mut entry: SubmissionEntry,
+    fixed: Option<&UringCmd<'_>>,
+) -> Result<(i32, u64)> {
     let len = if cmd.has_data() { cmd.data_len() } else { 0 };
     // No metadata on the admin queue (`nvme_map_user_request()`: no integrity profile).
     if len != 0 && cmd.metadata() != 0 && cmd.metadata_len() != 0 {
         return Err(EINVAL);
+    }
+    // A registered buffer's range is checked before anything runs, for a read too, and before
+    // the length limit (`nvme_map_user_request()` imports it before mapping).
+    if let Some(u) = fixed.filter(|_| len != 0) {
+        u.check_fixed(cmd.addr(), len)?;
     }
     if len > MAX_ADMIN_DATA {
         return Err(EINVAL);
@@ -77,7 +110,7 @@ pub(super) fn exec(inner: &Inner, cmd: &UserCmd, mut entry: SubmissionEntry) -> 
         let b = CoherentAllocation::new(&io.dev, len.next_multiple_of(CHUNK))?;
         b.zero();
         if cmd.is_write() {
-            copy(&b, cmd.addr(), len, true)?;
+            copy(&b, cmd.addr(), len, true, fixed)?;
         }
         Some(b)
     } else {
@@ -98,7 +131,7 @@ pub(super) fn exec(inner: &Inner, cmd: &UserCmd, mut entry: SubmissionEntry) -> 
     let (status, result) = run(inner, entry, cmd.timeout_ms())?;
     if let Some(b) = &buf {
         if !cmd.is_write() {
-            copy(b, cmd.addr(), len, false)?;
+            copy(b, cmd.addr(), len, false, fixed)?;
         }
     }
     Ok((i32::from(status), result))

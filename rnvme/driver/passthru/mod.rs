@@ -288,7 +288,7 @@ impl DevFile {
         };
         let entry = self.check(&inner, &cmd, &target, write)?;
         let (status, result) = match target {
-            Target::Admin => admin_cmd::exec(&inner, &cmd, entry)?,
+            Target::Admin => admin_cmd::exec(&inner, &cmd, entry, None)?,
             Target::Io(n) => io_cmd::exec(&inner, &self.shared.files, n, &cmd, &entry)?,
         };
         if status >= 0 {
@@ -347,19 +347,18 @@ impl FileOps for DevFile {
 
     fn uring_cmd(&self, file: &PtFile, u: &UringCmd<'_>, write: bool) -> Result<Issued> {
         let stamp = Stamp::now();
-        // The 72-byte command needs 128-byte SQEs (`nvme_ns_uring_cmd()`).
-        if !u.sqe128() {
+        // The controller device's commands cannot be polled; the 72-byte command needs
+        // 128-byte SQEs and its result dword 32-byte CQEs (`nvme_dev_uring_cmd()`,
+        // `nvme_ns_uring_cmd()`, `nvme_uring_cmd_checks()`).
+        if (self.ns.is_none() && u.iopoll()) || !u.sqe128() || !u.cqe32() {
             return Err(eopnotsupp());
         }
+        // I/O commands on a namespace's device, admin commands on the controller's.
         let admin = match (u.op(), self.ns) {
             (URING_CMD_IO, Some(_)) => false,
-            (URING_CMD_ADMIN, _) => true,
+            (URING_CMD_ADMIN, None) => true,
             _ => return Err(ENOTTY),
         };
-        // The controller device's commands cannot be polled (`nvme_dev_uring_cmd()`).
-        if self.ns.is_none() && u.iopoll() {
-            return Err(eopnotsupp());
-        }
         // Admin commands are polled synchronously: run them where blocking is allowed.
         if admin && u.nonblock() {
             return Err(EAGAIN);
@@ -368,8 +367,9 @@ impl FileOps for DevFile {
         let cmd = UserCmd::from_uring_qwords(&u.read_qwords::<{ URING_CMD_SIZE / 8 }>()?);
         if admin {
             let entry = self.check(&inner, &cmd, &Target::Admin, write)?;
-            // Fixed buffers are for I/O commands here; admin data is always copied.
-            let (status, result) = admin_cmd::exec(&inner, &cmd, entry)?;
+            // Admin data goes through a bounce buffer: from and to the registered buffer's
+            // pages when the command names one (`IORING_URING_CMD_FIXED`).
+            let (status, result) = admin_cmd::exec(&inner, &cmd, entry, u.fixed().then_some(u))?;
             return Ok(u.done(status, result));
         }
         let ns = self.ns(&inner)?.ok_or(ENOTTY)?;

@@ -128,6 +128,27 @@ if command -v passthru-probe >/dev/null; then
 else
     fail "passthru-probe (helper not in the initramfs)"
 fi
+# io_uring commands whose answers the C driver's ABI fixes (uring-probe.c): an admin command on
+# a namespace's device and an I/O command on the controller's (ENOTTY), rings without 128-byte
+# SQEs or 32-byte CQEs (EOPNOTSUPP), admin data in a registered buffer (Identify equal to a
+# plain one; Set/Get Features Timestamp through it both ways), outside it or past its end
+# (EFAULT). Both drivers must give the same lines.
+if command -v uring-probe >/dev/null; then
+    _lbs=$(cat "/sys/block/$rd/queue/logical_block_size")
+    uring-probe "$rctrl" "$rns" 1 "$_lbs" > /tmp/uprobe.r 2>&1; _rs=$?
+    uring-probe "$cctrl" "$cns" 1 "$_lbs" > /tmp/uprobe.c 2>&1; _cs=$?
+    sed 's/^/  nvme:  /' /tmp/uprobe.c; sed 's/^/  rnvme: /' /tmp/uprobe.r
+    while read -r _case _c; do
+        _r=$(awk -v k="$_case" '$1 == k { $1 = ""; print substr($0, 2) }' /tmp/uprobe.r)
+        [ "$_r" = "$_c" ] && pass "uring-probe-$_case ($_r)" || fail "uring-probe-$_case (rnvme '$_r', nvme '$_c')"
+    done < /tmp/uprobe.c
+    grep -q '^ctrl-admin-fixed 0 same$' /tmp/uprobe.r && grep -q '^ctrl-admin-fixed-timestamp 0 0 ok$' /tmp/uprobe.r &&
+        pass "uring-probe-fixed-admin-data" || fail "uring-probe-fixed-admin-data"
+    [ "$_rs" = 0 ] && [ "$_cs" = 0 ] && [ "$(wc -l < /tmp/uprobe.r)" -ge 10 ] &&
+        pass "uring-probe-complete" || fail "uring-probe-complete (exit $_rs/$_cs)"
+else
+    fail "uring-probe (helper not in the initramfs)"
+fi
 if id nobody >/dev/null 2>&1 && chmod 666 "$rns" "$cns" "$rctrl" "$cctrl"; then
     for args in "get-log -i 2 -l 512" "id-ctrl"; do
         _ro=$(su nobody -s /bin/sh -c "nvme $args $rctrl" 2>&1); _rs=$?
