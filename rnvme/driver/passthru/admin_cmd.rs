@@ -31,8 +31,9 @@ use nvme::{SubmissionEntry, UserCmd};
 use super::Inner;
 use crate::dptr;
 
-/// Largest admin data transfer (the I/O limit: one PRP list page).
-const MAX_ADMIN_DATA: u32 = 2 * 1024 * 1024;
+/// Largest admin data transfer of any controller (one PRP list page); a controller's own limit
+/// (`Inner::admin_max_bytes`, its MDTS) is usually lower.
+pub(super) const MAX_ADMIN_DATA: u32 = 2 * 1024 * 1024;
 /// Default admin command timeout (`NVME_ADMIN_TIMEOUT` is 60 s).
 const DEFAULT_TIMEOUT_MS: u32 = 60_000;
 /// Bytes copied per step between user space and the bounce buffer.
@@ -82,7 +83,9 @@ fn copy(
 ///
 /// # Errors
 ///
-/// `EINVAL` (metadata, too long), `EFAULT` (bad user buffer), `ENOMEM`, `EINTR` (a signal
+/// `EINVAL` (metadata, more than the controller's transfer limit), `EFAULT` (bad user buffer,
+/// also when it is too long: `blk_rq_map_user_io()` pins before the limit is checked), `ENOMEM`,
+/// `EINTR` (a signal
 /// while waiting for another admin command; or the command timed out: the controller was then
 /// disabled and reset), `ENODEV` (the controller is disabled or waits for a reset).
 pub(super) fn exec(
@@ -101,7 +104,13 @@ pub(super) fn exec(
     if let Some(u) = fixed.filter(|_| len != 0) {
         u.check_fixed(cmd.addr(), len)?;
     }
-    if len > MAX_ADMIN_DATA {
+    if len > inner.admin_max_bytes {
+        // The C driver pins the buffer's first pages before the queue's limit refuses the
+        // transfer, so an unmapped buffer is `EFAULT` there; its first byte stands for them.
+        if fixed.is_none() {
+            let at = usize::try_from(cmd.addr()).map_err(|_| EFAULT)?;
+            UserSlice::new(at, 1).reader().read_slice(&mut [0u8; 1])?;
+        }
         return Err(EINVAL);
     }
     let io = &inner.io;

@@ -71,6 +71,9 @@ pub(crate) struct Inner {
     ns: KVec<NsInfo>,
     /// Premapped-tag counters (debugfs `rnvme/rnvme<C>/premap`).
     stats: Arc<Stats>,
+    /// The most data bytes one user admin command may carry: the controller's transfer limit
+    /// (`nvme_set_ctrl_limits()` gives the admin queue the namespaces' `max_hw_sectors`).
+    admin_max_bytes: u32,
 }
 
 /// The state of one controller's character devices, shared with their open files.
@@ -141,6 +144,12 @@ impl Devices {
         set: &Arc<TagSet<IoOps>>,
         disks: &[GenDisk<IoOps>],
     ) -> Result<Self> {
+        // Every namespace's queue has the controller's limit; without a namespace, the largest
+        // transfer the driver ever allows (`MAX_ADMIN_DATA`).
+        let admin_max_bytes = disks
+            .first()
+            .map_or(admin_cmd::MAX_ADMIN_DATA, |d| d.disk_ref().max_hw_bytes())
+            .min(admin_cmd::MAX_ADMIN_DATA);
         let mut ns = KVec::new();
         for d in disks {
             ns.push(
@@ -165,6 +174,7 @@ impl Devices {
                 effects_log: read_effects(io),
                 ns,
                 stats: io.premap_stats.clone(),
+                admin_max_bytes,
             },
             GFP_KERNEL,
         )?;
