@@ -124,6 +124,9 @@ pub struct IovIter<'a, P, D> {
     pub(crate) _dir: PhantomData<D>,
 }
 
+/// Entries `find_end` sums per compare when their lengths are below 2^32.
+const FIND_BLOCK: usize = 8;
+
 /// Finds where the first `need` bytes of `table` end, as (`idx`, offset) normalised like the
 /// advance walk (a boundary lands at the next entry, past any empty ones), walking only the
 /// entries those bytes cover: like the kernel's O(1) constructors, entries beyond the count cost
@@ -136,9 +139,38 @@ fn find_end<T: SegLen>(
     mut f: impl FnMut(&T),
 ) -> Result<(usize, usize), usize> {
     let mut size = need;
+    let mut rest = table;
+    if T::LEN_FITS_U32 && usize::BITS >= 32 + FIND_BLOCK.ilog2() {
+        // Whole blocks first: one compare per `FIND_BLOCK` entries instead of one per entry.
+        // A block the count ends inside is left to the entry walk below, which stops in it.
+        // The walk was 9 instructions per entry; this is about 5 (in-kernel `bvec_split`).
+        while let Some((block, tail)) = rest.split_first_chunk::<FIND_BLOCK>() {
+            // Written out: over a loop (or a fold) the compiler makes two loops.
+            let [a, b, c, d, e, g, h, i] = block;
+            // Each length is below 2^32 and `usize` has the bits for eight: no wrap.
+            let sum = a.seg_len().wrapping_add(b.seg_len());
+            let sum = sum.wrapping_add(c.seg_len()).wrapping_add(d.seg_len());
+            let sum = sum.wrapping_add(e.seg_len()).wrapping_add(g.seg_len());
+            let sum = sum.wrapping_add(h.seg_len()).wrapping_add(i.seg_len());
+            if sum > size {
+                break;
+            }
+            f(a);
+            f(b);
+            f(c);
+            f(d);
+            f(e);
+            f(g);
+            f(h);
+            f(i);
+            // `sum <= size`: no wrap.
+            size = size.wrapping_sub(sum);
+            rest = tail;
+        }
+    }
     // One induction variable (the slice iterator's pointer); the index is recovered from what
     // is left only where the walk stops.
-    let mut rest = table.iter();
+    let mut rest = rest.iter();
     while let Some(seg) = rest.next() {
         let len = seg.seg_len();
         if size < len {
@@ -155,7 +187,8 @@ fn find_end<T: SegLen>(
     if size == 0 {
         Ok((table.len(), 0))
     } else {
-        Err(need - size)
+        // `size` only shrank from `need`: no wrap.
+        Err(need.wrapping_sub(size))
     }
 }
 
@@ -233,6 +266,7 @@ impl<'a, P: Page, D: FixedDirection> IovIter<'a, P, D> {
     /// assert!(IovIter::<Pfn, Dest>::bvec(&t, 201).is_err());
     /// # Ok::<(), bvec::BvecError>(())
     /// ```
+    #[inline]
     pub fn bvec(table: &'a [Bvec<P>], count: usize) -> Result<Self, IovError> {
         // Every offset and length a multiple of the page size iff their bits below it, ORed
         // together, are all zero: one OR per entry, one test at the end.

@@ -140,6 +140,8 @@ impl<P: Page> Folio<P> {
 
 /// Length of one table entry, shared by the walks of every vector kind.
 pub(crate) trait SegLen {
+    /// Whether every entry's length is below 2^32, so that a few of them sum without wrapping.
+    const LEN_FITS_U32: bool = false;
     /// Bytes the entry holds.
     fn seg_len(&self) -> usize;
 }
@@ -159,6 +161,7 @@ impl SegLen for Kvec {
 }
 
 impl<P: Page> SegLen for bvec::Bvec<P> {
+    const LEN_FITS_U32: bool = true; // `bv_len` is a `u32`
     #[inline(always)]
     fn seg_len(&self) -> usize {
         self.len() as usize

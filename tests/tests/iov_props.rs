@@ -56,7 +56,7 @@ fn bvec_entry() -> impl Strategy<Value = (u64, u32, u32)> {
 }
 
 fn bvec_shape() -> impl Strategy<Value = Shape> {
-    prop::collection::vec(bvec_entry(), 0..8).prop_map(Shape::Bvec)
+    prop::collection::vec(bvec_entry(), 0..20).prop_map(Shape::Bvec)
 }
 
 /// A registered-buffer-like table: a first entry of any shape, middle entries of one
