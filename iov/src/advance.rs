@@ -170,7 +170,8 @@ impl<'a, P: Page, D: Direction> IovIter<'a, P, D> {
                 shift: Some(shift),
                 ..
             } => {
-                (self.idx, self.iov_offset) = strided_position(table, shift, self.consumed + size);
+                let first = table.first().map_or(0, |bv| bv.len() as usize);
+                (self.idx, self.iov_offset) = strided_position(first, shift, self.consumed + size);
             }
             Kind::Bvec { table, .. } => {
                 seg_advance(table, &mut self.idx, &mut self.iov_offset, size)

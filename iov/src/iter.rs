@@ -305,7 +305,22 @@ impl<'a, P: Page, D: FixedDirection> IovIter<'a, P, D> {
     /// ```
     #[inline]
     pub fn bvec_checked(table: &BvecTable<'a, P>, count: usize) -> Result<Self, IovError> {
-        Self::import_fixed(table, 0, count)
+        // `import_fixed(table, 0, count)` without the start position it would compute.
+        if count > table.total() {
+            return Err(exceeds(count)(table.total()));
+        }
+        let end = table.position_within(count);
+        Ok(Self::build(Self::checked_kind(table), 0, count, end))
+    }
+
+    /// The BVEC kind over a checked table, with what the check recorded.
+    #[inline(always)]
+    fn checked_kind(table: &BvecTable<'a, P>) -> Kind<'a, P> {
+        Kind::Bvec {
+            table: table.entries(),
+            uniform: table.is_page_aligned(),
+            shift: table.stride_shift(),
+        }
     }
 
     /// The `len` bytes at byte `offset` of a checked table, as io_uring/rsrc.c
@@ -351,19 +366,11 @@ impl<'a, P: Page, D: FixedDirection> IovIter<'a, P, D> {
         if len > available {
             return Err(exceeds(len)(available));
         }
-        // No overflow: offset + len <= total. Both positions exist (<= total).
-        let capacity = offset + len;
-        let start = if offset == 0 {
-            (0, 0)
-        } else {
-            table.position(offset).unwrap_or_default()
-        };
-        let end = table.position(capacity).unwrap_or_default();
-        let kind = Kind::Bvec {
-            table: table.entries(),
-            uniform: table.is_page_aligned(),
-            shift: table.stride_shift(),
-        };
+        // No wrap: offset + len <= total. Both positions exist (<= total); `position_within`
+        // places offset 0 at (0, 0): every entry holds at least one byte.
+        let capacity = offset.wrapping_add(len);
+        let [start, end] = table.positions_within(offset, capacity);
+        let kind = Self::checked_kind(table);
         // INVARIANT: the table holds `total >= offset + len` bytes; the position is `offset`
         // bytes after the start (consumed), `len` bytes are left, and `end` is where the
         // `capacity = offset + len` bytes end. A table checked by `BvecTable` makes its

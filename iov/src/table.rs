@@ -25,7 +25,8 @@ use crate::IovError;
 ///
 /// # Invariants
 ///
-/// - `total` is the sum of the entry lengths (it fits in `usize`).
+/// - `total` is the sum of the entry lengths (it fits in `usize`); `first` is the first
+///   entry's length (0 for an empty table).
 /// - `page_aligned` is true iff every entry has `(offset | len) % PAGE_SIZE == 0`.
 /// - When `shift` is `Some(s)`: `s <= 32`, and every entry after the first holds `1 << s` bytes
 ///   except the last, which holds at most `1 << s`.
@@ -50,6 +51,7 @@ use crate::IovError;
 pub struct BvecTable<'a, P> {
     table: &'a [Bvec<P>],
     total: usize,
+    first: usize,
     shift: Option<u8>,
     page_aligned: bool,
 }
@@ -100,6 +102,7 @@ impl<'a, P: Page> BvecTable<'a, P> {
         Ok(Self {
             table,
             total,
+            first: table.first().map_or(0, |bv| bv.len() as usize),
             shift: stride_of(table),
             page_aligned,
         })
@@ -135,24 +138,54 @@ impl<'a, P: Page> BvecTable<'a, P> {
     /// entries before `byte`.
     #[inline]
     pub fn position(&self, byte: usize) -> Option<(usize, usize)> {
+        (byte <= self.total).then(|| self.position_within(byte))
+    }
+
+    /// [`BvecTable::position`] of a byte the caller knows is at most the total (a larger one
+    /// is placed at the end).
+    #[inline]
+    pub(crate) fn position_within(&self, byte: usize) -> (usize, usize) {
         if byte >= self.total {
-            return (byte == self.total).then_some((self.table.len(), 0));
+            return (self.table.len(), 0);
         }
-        Some(match self.shift {
-            Some(shift) => strided_position(self.table, shift, byte),
+        match self.shift {
+            Some(shift) => strided_position(self.first, shift, byte),
             None => walk_position(self.table, byte),
-        })
+        }
+    }
+
+    /// [`BvecTable::position_within`] of two bytes, with one test of the table's shape.
+    #[inline]
+    pub(crate) fn positions_within(&self, a: usize, b: usize) -> [(usize, usize); 2] {
+        match self.shift {
+            Some(shift) => [self.strided(shift, a), self.strided(shift, b)],
+            None => [self.walked(a), self.walked(b)],
+        }
+    }
+
+    /// The position of `byte <= total` in the table of stride shift `shift`.
+    #[inline(always)]
+    fn strided(&self, shift: u8, byte: usize) -> (usize, usize) {
+        if byte >= self.total {
+            return (self.table.len(), 0);
+        }
+        strided_position(self.first, shift, byte)
+    }
+
+    /// The position of `byte <= total`, by a walk over the entries before it.
+    #[inline(always)]
+    fn walked(&self, byte: usize) -> (usize, usize) {
+        if byte >= self.total {
+            return (self.table.len(), 0);
+        }
+        walk_position(self.table, byte)
     }
 }
 
-/// [`BvecTable::position`] of a byte before the end of a strided table (shift `shift`).
+/// [`BvecTable::position`] of a byte before the end of a strided table (shift `shift`) whose
+/// first entry holds `first` bytes.
 #[inline]
-pub(crate) fn strided_position<P: Page>(
-    table: &[Bvec<P>],
-    shift: u8,
-    byte: usize,
-) -> (usize, usize) {
-    let first = table.first().map_or(0, |bv| bv.len() as usize);
+pub(crate) fn strided_position(first: usize, shift: u8, byte: usize) -> (usize, usize) {
     match byte.checked_sub(first) {
         None => (0, byte),
         Some(k) => {
@@ -168,6 +201,8 @@ pub(crate) fn strided_position<P: Page>(
 }
 
 /// [`BvecTable::position`] of a byte before the end of any table: walks the entries before it.
+/// Out of line, so that the strided path's callers keep their registers.
+#[inline(never)]
 fn walk_position<P: Page>(table: &[Bvec<P>], byte: usize) -> (usize, usize) {
     let mut rest = byte;
     for (i, bv) in table.iter().enumerate() {

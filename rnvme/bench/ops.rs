@@ -119,7 +119,7 @@ impl Table<'_> {
                         IovIter::<KPage, Source>::bvec_checked(black_box(&reg), black_box(count))
                             .ok()?;
                     it.advance(black_box(skip));
-                    acc = acc.wrapping_add(black_box(&it).iov_offset() + it.nr_segs());
+                    acc = acc.wrapping_add(black_box(&it).iov_offset().wrapping_add(it.nr_segs()));
                 }
                 (t0, now_ns())
             }
@@ -134,7 +134,9 @@ impl Table<'_> {
                     )
                     .ok()?;
                     let it = black_box(&it);
-                    acc = acc.wrapping_add(it.iov_offset() + it.nr_segs() + it.count());
+                    // Wrapping, as the C loop's unsigned sum (no overflow-check branches).
+                    let sum = it.iov_offset().wrapping_add(it.nr_segs());
+                    acc = acc.wrapping_add(sum.wrapping_add(it.count()));
                 }
                 (t0, now_ns())
             }
