@@ -110,7 +110,9 @@ fn iterate_addr<V: AddrSeg, P, S: Step<P> + ?Sized>(
     let mut skip = *off;
     'walk: loop {
         if skip == 0 {
-            while let Some((seg, tail)) = rest.split_first() {
+            // One induction variable (the iterator's pointer against its end).
+            let mut it = rest.iter();
+            while let Some(seg) = it.as_slice().first() {
                 let seg_len = seg.len();
                 if seg_len > len {
                     break;
@@ -118,22 +120,26 @@ fn iterate_addr<V: AddrSeg, P, S: Step<P> + ?Sized>(
                 if seg_len != 0 {
                     // `progress = total - len` never wraps (`len` only shrinks); wrapping so
                     // that it costs nothing when the step ignores it (the copies do).
-                    let remain = min(
-                        V::call(step, seg.base(), total.wrapping_sub(len), seg_len),
-                        seg_len,
-                    );
-                    // `seg_len - remain <= seg_len <= len`: no wrap.
-                    len = len.wrapping_sub(seg_len - remain);
+                    let remain = V::call(step, seg.base(), total.wrapping_sub(len), seg_len);
+                    // `seg_len <= len`: no wrap.
+                    len = len.wrapping_sub(seg_len);
                     if remain != 0 {
+                        // A short step: give back what it did not do (at most the segment).
+                        let remain = min(remain, seg_len);
+                        // Back to at most the `len` before the step: no wrap.
+                        len = len.wrapping_add(remain);
                         skip = seg_len - remain;
+                        rest = it.as_slice();
                         break 'walk;
                     }
                 }
-                rest = tail;
+                it.next();
                 if len == 0 {
+                    rest = it.as_slice();
                     break 'walk;
                 }
             }
+            rest = it.as_slice();
         }
         let Some((seg, tail)) = rest.split_first() else {
             break;
