@@ -14,6 +14,9 @@ use crate::rng::Rng;
 
 /// Most segments in one table.
 const MAX_SEGS: usize = 8;
+/// Most entries in one bvec table: more than two of the eight-entry blocks `IovIter::bvec`
+/// checks its count in, so that tables end in a block, after one, and between.
+const MAX_BVEC_SEGS: usize = 20;
 /// Most operations in one case.
 const MAX_OPS: usize = 12;
 
@@ -160,21 +163,35 @@ fn gen_folios(rng: &mut Rng, arena: &Arena) -> Result<(KVec<Folio<KPage>>, usize
 pub(crate) fn gen_bvec(rng: &mut Rng, arena: &Arena) -> Result<KVec<Bvec<KPage>>> {
     let all = arena.mem.pool().allocations();
     let allocs = all.get(..arena.table_allocs).unwrap_or(all);
-    let n = rng.range(1, MAX_SEGS);
+    let n = rng.range(1, MAX_BVEC_SEGS);
+    // Sometimes every entry page-aligned at both ends (the iterator then takes its page-aligned
+    // shortcuts, e.g. an O(1) `npages`), perhaps but for one entry anywhere in the table.
+    let aligned = rng.chance(30);
+    let odd_one = if rng.chance(50) { rng.below(n) } else { n };
     let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
-    for _ in 0..n {
+    for i in 0..n {
         let Some(a) = allocs.get(rng.below(allocs.len())) else {
             break;
         };
         let first = rng.below(a.nr_pages());
         let room = a.len() - first * PAGE_SIZE;
-        // In-page offset, near the page end, or anywhere (bv_offset >= PAGE_SIZE).
-        let offset = match rng.below(3) {
-            0 => rng.below(PAGE_SIZE),
-            1 => PAGE_SIZE - rng.range(1, 64),
-            _ => rng.below(room),
+        let (offset, len) = if aligned && i != odd_one {
+            let pages = room / PAGE_SIZE;
+            let skip = rng.below(pages);
+            (skip * PAGE_SIZE, rng.range(1, pages - skip) * PAGE_SIZE)
+        } else if aligned {
+            // The odd one: near a page end, so that it usually crosses into the next page.
+            let offset = PAGE_SIZE - rng.range(1, 64);
+            (offset, seg_len(rng, room - offset))
+        } else {
+            // In-page offset, near the page end, or anywhere (bv_offset >= PAGE_SIZE).
+            let offset = match rng.below(3) {
+                0 => rng.below(PAGE_SIZE),
+                1 => PAGE_SIZE - rng.range(1, 64),
+                _ => rng.below(room),
+            };
+            (offset, seg_len(rng, room - offset))
         };
-        let len = seg_len(rng, room - offset);
         let bv = Bvec::new(a.page().nth(first), offset as u32, len as u32).map_err(|_| EINVAL)?;
         v.push(bv, GFP_KERNEL)?;
     }
@@ -188,7 +205,7 @@ pub(crate) fn gen_bvec(rng: &mut Rng, arena: &Arena) -> Result<KVec<Bvec<KPage>>
 pub(crate) fn gen_strided_bvec(rng: &mut Rng, arena: &Arena) -> Result<KVec<Bvec<KPage>>> {
     let all = arena.mem.pool().allocations();
     let allocs = all.get(..arena.table_allocs).unwrap_or(all);
-    let n = rng.range(1, MAX_SEGS);
+    let n = rng.range(1, MAX_BVEC_SEGS);
     let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
     for i in 0..n {
         let Some(a) = allocs.get(rng.below(allocs.len())) else {
@@ -262,7 +279,12 @@ fn gen_addr_segs(
 
 fn gen_ops(rng: &mut Rng, count: usize) -> Result<KVec<Op>> {
     let n = rng.range(1, MAX_OPS);
-    let mut ops = KVec::with_capacity(n, GFP_KERNEL)?;
+    let mut ops = KVec::with_capacity(n + 1, GFP_KERNEL)?;
+    // Often first, uncapped: the pages of the whole count as construction left them (what the
+    // constructors record about their tables shows there first).
+    if rng.chance(40) {
+        ops.push(Op::Npages(i32::MAX), GFP_KERNEL)?;
+    }
     let bytes = |rng: &mut Rng| -> usize {
         let v = match rng.below(4) {
             0 | 1 => rng.range(0, count),
