@@ -3,7 +3,8 @@
 //!
 //! Input format (missing bytes read as zero):
 //! - `kind % 6` (0 UBUF, 1 IOVEC, 2 KVEC, 3 BVEC, 4 page list, 5 DISCARD), a flags byte (bit 0:
-//!   source, bit 1: count = everything), `n % 9` segments;
+//!   source, bit 1: count = everything), a segment count byte `n` (`n % 21` BVEC entries, else
+//!   `n % 9` segments);
 //! - per segment: IOVEC/KVEC an address (`mode u8`, `u16`) and a length (`mode u8`, `u16`);
 //!   BVEC a frame byte, a `u16` offset and a length (`mode u8`, `u16`); page list a frame byte
 //!   and an order byte; UBUF/DISCARD use one address and one length (ignoring `n`);
@@ -69,7 +70,8 @@ fn size(v: usize) -> usize {
 fn geometry(r: &mut Reader<'_>) -> Geometry {
     let kind = r.u8() % 6;
     let flags = r.u8();
-    let n = usize::from(r.u8() % 9);
+    let n_byte = r.u8();
+    let n = usize::from(n_byte % 9);
     let shape = match kind {
         0 => Shape::Ubuf(addr(r, USER_BASE), len(r)),
         1 => Shape::Iovec((0..n).map(|_| (addr(r, USER_BASE), len(r))).collect()),
@@ -94,8 +96,9 @@ fn geometry(r: &mut Reader<'_>) -> Geometry {
             let total: usize = v.iter().map(|e| e.2 as usize).sum();
             Shape::BvecFixed(v, r.u32() % (total + 1))
         }
+        // Up to 20 entries: `IovIter::bvec` checks its count eight entries per compare.
         3 => Shape::Bvec(
-            (0..n)
+            (0..usize::from(n_byte % 21))
                 .map(|_| {
                     let pfn = PAGE_OP_PAGES as u64 + u64::from(r.u8() % 30);
                     let off = (r.u16() % (3 * 4096)) as u32;
