@@ -9,7 +9,7 @@ use bvec::Page;
 
 use crate::iter::{IterType, Kind, MAX_RW_COUNT};
 use crate::segment::SegLen;
-use crate::table::strided_position;
+use crate::table::strided_landing;
 use crate::{Direction, IovError, IovIter};
 
 /// `iov_iter_iovec_advance` / `iov_iter_bvec_advance` / `iov_iter_folioq_advance`: moves
@@ -155,24 +155,26 @@ impl<'a, P: Page, D: Direction> IovIter<'a, P, D> {
             Kind::Ubuf { .. } => self.iov_offset += size,
             Kind::Discard => {}
             _ if self.count == 0 => return,
+            // A strided checked table (`BvecTable`): the position `consumed + size` bytes from
+            // the table start (every BVEC iterator starts there) is arithmetic, as
+            // io_uring/rsrc.c `io_import_fixed()` computes it. `size <= capacity - consumed`,
+            // so the sum is at most the capacity: inside the table, or its end only when the
+            // advance reaches the capacity.
+            Kind::Bvec {
+                table,
+                shift: Some(shift),
+                ..
+            } => {
+                let at_capacity = size == self.capacity - self.consumed;
+                (self.idx, self.iov_offset) =
+                    strided_landing(table, shift, self.consumed + size, at_capacity);
+            }
             // Reaching the end of the construction count lands where construction found it ends,
             // wherever the walk would have started: O(1), so handing a whole bvec table to a bio
             // costs the same for 1 or 256 segments (seed 000).
             _ if size == self.capacity - self.consumed => (self.idx, self.iov_offset) = self.end,
             Kind::Iovec(t) => seg_advance(t, &mut self.idx, &mut self.iov_offset, size),
             Kind::Kvec(t) => seg_advance(t, &mut self.idx, &mut self.iov_offset, size),
-            // A strided checked table (`BvecTable`): the position `consumed + size` bytes from
-            // the table start (every BVEC iterator starts there) is arithmetic, as
-            // io_uring/rsrc.c `io_import_fixed()` computes it. `size < capacity - consumed`
-            // here, so the sum is below the capacity and inside the table.
-            Kind::Bvec {
-                table,
-                shift: Some(shift),
-                ..
-            } => {
-                let first = table.first().map_or(0, |bv| bv.len() as usize);
-                (self.idx, self.iov_offset) = strided_position(first, shift, self.consumed + size);
-            }
             Kind::Bvec { table, .. } => {
                 seg_advance(table, &mut self.idx, &mut self.iov_offset, size)
             }

@@ -115,7 +115,8 @@ pub struct IovIter<'a, P, D> {
     /// position (checked then); bounds `reexpand` and `restore`.
     pub(crate) capacity: usize,
     /// Where the construction count ends, as (`idx`, `iov_offset`) normalised like an advance
-    /// landing there (unused for UBUF and DISCARD): advancing to it is O(1).
+    /// landing there: advancing to it is O(1). Unused, and not computed, for UBUF, DISCARD and
+    /// a strided BVEC table (`Kind::Bvec` with a `shift`), where every position is arithmetic.
     pub(crate) end: (usize, usize),
     /// `data_source`.
     pub(crate) source: bool,
@@ -309,7 +310,7 @@ impl<'a, P: Page, D: FixedDirection> IovIter<'a, P, D> {
         if count > table.total() {
             return Err(exceeds(count)(table.total()));
         }
-        let end = table.position_within(count);
+        let end = table.end_within(count);
         Ok(Self::build(Self::checked_kind(table), 0, count, end))
     }
 
@@ -366,14 +367,14 @@ impl<'a, P: Page, D: FixedDirection> IovIter<'a, P, D> {
         if len > available {
             return Err(exceeds(len)(available));
         }
-        // No wrap: offset + len <= total. Both positions exist (<= total); `position_within`
-        // places offset 0 at (0, 0): every entry holds at least one byte.
+        // No wrap: offset + len <= total, so both positions exist; offset 0 is at (0, 0):
+        // every entry holds at least one byte.
         let capacity = offset.wrapping_add(len);
-        let [start, end] = table.positions_within(offset, capacity);
+        let (start, end) = table.start_and_end_within(offset, capacity);
         let kind = Self::checked_kind(table);
         // INVARIANT: the table holds `total >= offset + len` bytes; the position is `offset`
         // bytes after the start (consumed), `len` bytes are left, and `end` is where the
-        // `capacity = offset + len` bytes end. A table checked by `BvecTable` makes its
+        // `capacity = offset + len` bytes end (unused for a strided table). A table checked by `BvecTable` makes its
         // `uniform` (every entry page-aligned) and `shift` (its stride) true of every entry.
         Ok(Self {
             kind,

@@ -144,7 +144,7 @@ impl<'a, P: Page> BvecTable<'a, P> {
     /// [`BvecTable::position`] of a byte the caller knows is at most the total (a larger one
     /// is placed at the end).
     #[inline]
-    pub(crate) fn position_within(&self, byte: usize) -> (usize, usize) {
+    fn position_within(&self, byte: usize) -> (usize, usize) {
         if byte >= self.total {
             return (self.table.len(), 0);
         }
@@ -154,12 +154,33 @@ impl<'a, P: Page> BvecTable<'a, P> {
         }
     }
 
-    /// [`BvecTable::position_within`] of two bytes, with one test of the table's shape.
+    /// The `end` an iterator over this table records for a count `byte <= total` (see
+    /// `IovIter`): its position, or, short of the total, `(0, 0)` for a strided table, whose
+    /// iterators compute positions arithmetically and never read it.
     #[inline]
-    pub(crate) fn positions_within(&self, a: usize, b: usize) -> [(usize, usize); 2] {
+    pub(crate) fn end_within(&self, byte: usize) -> (usize, usize) {
+        // The total first: a whole-table iterator (the common case) needs no test of the shape.
+        if byte >= self.total {
+            return (self.table.len(), 0);
+        }
         match self.shift {
-            Some(shift) => [self.strided(shift, a), self.strided(shift, b)],
-            None => [self.walked(a), self.walked(b)],
+            Some(_) => UNUSED_END,
+            None => walk_position(self.table, byte),
+        }
+    }
+
+    /// The start position (`a`) and the recorded `end` (see [`BvecTable::end_within`]) of an
+    /// iterator over bytes `a..b` of the table (`a <= b <= total`), with one test of the
+    /// table's shape.
+    #[inline]
+    pub(crate) fn start_and_end_within(
+        &self,
+        a: usize,
+        b: usize,
+    ) -> ((usize, usize), (usize, usize)) {
+        match self.shift {
+            Some(shift) => (self.strided(shift, a), UNUSED_END),
+            None => (self.walked(a), self.walked(b)),
         }
     }
 
@@ -182,10 +203,37 @@ impl<'a, P: Page> BvecTable<'a, P> {
     }
 }
 
+/// The `end` recorded for iterators over a strided table, which never read it.
+const UNUSED_END: (usize, usize) = (0, 0);
+
+/// Where an advance to byte `byte` (at most the total) of a strided table with stride shift
+/// `shift` lands, normalised as the kernel's walk leaves it: [`strided_position`], except that
+/// the total of a table whose last entry is short is `(entries, 0)`, not the last entry's end.
+/// `at_capacity`: whether `byte` is the iterator's capacity, the only byte that can be the total.
+#[inline]
+pub(crate) fn strided_landing<P: Page>(
+    table: &[Bvec<P>],
+    shift: u8,
+    byte: usize,
+    at_capacity: bool,
+) -> (usize, usize) {
+    let first = table.first().map_or(0, |bv| bv.len() as usize);
+    let (idx, off) = strided_position(first, shift, byte);
+    if !at_capacity {
+        return (idx, off);
+    }
+    // Only the last entry can hold `off == len`: the first holds `off < first`, the middle
+    // ones `off < 1 << shift`, their length. `idx < len`, so `idx + 1` cannot wrap.
+    match table.get(idx) {
+        Some(bv) if off == bv.len() as usize => (idx.wrapping_add(1), 0),
+        _ => (idx, off),
+    }
+}
+
 /// [`BvecTable::position`] of a byte before the end of a strided table (shift `shift`) whose
 /// first entry holds `first` bytes.
 #[inline]
-pub(crate) fn strided_position(first: usize, shift: u8, byte: usize) -> (usize, usize) {
+fn strided_position(first: usize, shift: u8, byte: usize) -> (usize, usize) {
     match byte.checked_sub(first) {
         None => (0, byte),
         Some(k) => {
