@@ -160,11 +160,8 @@ impl<'a, P: Page, D: Direction> IovIter<'a, P, D> {
             // io_uring/rsrc.c `io_import_fixed()` computes it. `size <= capacity - consumed`,
             // so the sum is at most the capacity: inside the table, or its end only when the
             // advance reaches the capacity.
-            Kind::Bvec {
-                table,
-                shift: Some(shift),
-                ..
-            } => {
+            Kind::Bvec { table, shape } if shape.stride_shift().is_some() => {
+                let shift = shape.stride_shift().unwrap_or(0);
                 let at_capacity = size == self.capacity - self.consumed;
                 (self.idx, self.iov_offset) =
                     strided_landing(table, shift, self.consumed + size, at_capacity);

@@ -7,6 +7,7 @@ use core::marker::PhantomData;
 use bvec::{Bvec, BvecIter, IterState, Page, PAGE_SIZE};
 
 use crate::segment::SegLen;
+use crate::shape::Shape;
 use crate::{AnyDir, BvecTable, Dest, Direction, FixedDirection, Folio, IovError, Iovec, Kvec};
 
 /// `MAX_RW_COUNT`: `INT_MAX & PAGE_MASK`, the most one read/write (or page extraction) may move.
@@ -39,14 +40,10 @@ pub(crate) enum Kind<'a, P> {
     Iovec(&'a [Iovec]),
     /// `ITER_KVEC`.
     Kvec(&'a [Kvec]),
-    /// `ITER_BVEC`; `uniform` caches "every entry starts and ends on a page boundary", which
-    /// makes `npages` O(1); `shift` is the stride of a table checked by [`BvecTable`] (positions
+    /// `ITER_BVEC`; `shape` caches whether every entry starts and ends on a page boundary,
+    /// which makes `npages` O(1), and the stride of a table checked by [`BvecTable`] (positions
     /// are arithmetic, so advancing is O(1)).
-    Bvec {
-        table: &'a [Bvec<P>],
-        uniform: bool,
-        shift: Option<u8>,
-    },
+    Bvec { table: &'a [Bvec<P>], shape: Shape },
     /// `ITER_FOLIOQ` over a flat folio table.
     PageList(&'a [Folio<P>]),
     /// `ITER_DISCARD`.
@@ -116,7 +113,7 @@ pub struct IovIter<'a, P, D> {
     pub(crate) capacity: usize,
     /// Where the construction count ends, as (`idx`, `iov_offset`) normalised like an advance
     /// landing there: advancing to it is O(1). Unused, and not computed, for UBUF, DISCARD and
-    /// a strided BVEC table (`Kind::Bvec` with a `shift`), where every position is arithmetic.
+    /// a strided BVEC table (`Kind::Bvec` whose `shape` has a stride), where every position is arithmetic.
     pub(crate) end: (usize, usize),
     /// `data_source`.
     pub(crate) source: bool,
@@ -276,8 +273,7 @@ impl<'a, P: Page, D: FixedDirection> IovIter<'a, P, D> {
             find_end(table, count, |bv| bits |= bv.offset() | bv.len()).map_err(exceeds(count))?;
         let kind = Kind::Bvec {
             table,
-            uniform: bits & (PAGE_SIZE - 1) as u32 == 0,
-            shift: None,
+            shape: Shape::new(bits & (PAGE_SIZE - 1) as u32 == 0, None),
         };
         Ok(Self::build(kind, 0, count, end))
     }
@@ -319,8 +315,7 @@ impl<'a, P: Page, D: FixedDirection> IovIter<'a, P, D> {
     fn checked_kind(table: &BvecTable<'a, P>) -> Kind<'a, P> {
         Kind::Bvec {
             table: table.entries(),
-            uniform: table.is_page_aligned(),
-            shift: table.stride_shift(),
+            shape: table.shape(),
         }
     }
 
@@ -375,7 +370,7 @@ impl<'a, P: Page, D: FixedDirection> IovIter<'a, P, D> {
         // INVARIANT: the table holds `total >= offset + len` bytes; the position is `offset`
         // bytes after the start (consumed), `len` bytes are left, and `end` is where the
         // `capacity = offset + len` bytes end (unused for a strided table). A table checked by `BvecTable` makes its
-        // `uniform` (every entry page-aligned) and `shift` (its stride) true of every entry.
+        // `shape` (page alignment, stride) true of every entry.
         Ok(Self {
             kind,
             idx: start.0,

@@ -29,6 +29,7 @@ mod memory;
 mod pages;
 mod query;
 mod segment;
+mod shape;
 mod step;
 mod table;
 

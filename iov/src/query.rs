@@ -152,9 +152,10 @@ impl<P: Page, D: Direction> IovIter<'_, P, D> {
             }
             Kind::Iovec(t) => addr_npages(t, self.idx, self.iov_offset, self.count, maxpages),
             Kind::Kvec(t) => addr_npages(t, self.idx, self.iov_offset, self.count, maxpages),
-            Kind::Bvec { uniform: true, .. } | Kind::PageList(_) => {
+            Kind::Bvec { shape, .. } if shape.page_aligned() => {
                 pages_spanned(self.iov_offset & PAGE_MASK, self.count)
             }
+            Kind::PageList(_) => pages_spanned(self.iov_offset & PAGE_MASK, self.count),
             Kind::Bvec { table, .. } => {
                 bvec_npages(table, self.idx, self.iov_offset, self.count, maxpages)
             }

@@ -6,6 +6,7 @@
 
 use bvec::{Bvec, Page, PAGE_SIZE};
 
+use crate::shape::Shape;
 use crate::IovError;
 
 /// A bvec table checked once (O(entries)): its total length, whether every entry is page-aligned
@@ -27,9 +28,9 @@ use crate::IovError;
 ///
 /// - `total` is the sum of the entry lengths (it fits in `usize`); `first` is the first
 ///   entry's length (0 for an empty table).
-/// - `page_aligned` is true iff every entry has `(offset | len) % PAGE_SIZE == 0`.
-/// - When `shift` is `Some(s)`: `s <= 32`, and every entry after the first holds `1 << s` bytes
-///   except the last, which holds at most `1 << s`.
+/// - `shape` is page-aligned iff every entry has `(offset | len) % PAGE_SIZE == 0`.
+/// - When `shape` has a stride shift `s` (at most 32, by [`Shape`]'s invariant): every entry
+///   after the first holds `1 << s` bytes except the last, which holds at most `1 << s`.
 ///
 /// The table is borrowed for `'a`, so it cannot change while this record of it exists.
 ///
@@ -52,8 +53,7 @@ pub struct BvecTable<'a, P> {
     table: &'a [Bvec<P>],
     total: usize,
     first: usize,
-    shift: Option<u8>,
-    page_aligned: bool,
+    shape: Shape,
 }
 
 /// The stride shift of `table` if it has one (see [`BvecTable`]), computed in one pass.
@@ -103,8 +103,7 @@ impl<'a, P: Page> BvecTable<'a, P> {
             table,
             total,
             first: table.first().map_or(0, |bv| bv.len() as usize),
-            shift: stride_of(table),
-            page_aligned,
+            shape: Shape::new(page_aligned, stride_of(table)),
         })
     }
 
@@ -123,13 +122,19 @@ impl<'a, P: Page> BvecTable<'a, P> {
     /// log2 of the stride when byte positions are arithmetic (see [`BvecTable`]), else `None`.
     #[inline]
     pub fn stride_shift(&self) -> Option<u8> {
-        self.shift
+        self.shape.stride_shift()
     }
 
     /// Whether every entry starts and ends on a page boundary.
     #[inline]
     pub fn is_page_aligned(&self) -> bool {
-        self.page_aligned
+        self.shape.page_aligned()
+    }
+
+    /// Page alignment and stride in the form a BVEC iterator carries them.
+    #[inline]
+    pub(crate) fn shape(&self) -> Shape {
+        self.shape
     }
 
     /// Where byte `byte` of the table lies, as (entry index, offset in the entry), normalised
@@ -148,7 +153,7 @@ impl<'a, P: Page> BvecTable<'a, P> {
         if byte >= self.total {
             return (self.table.len(), 0);
         }
-        match self.shift {
+        match self.shape.stride_shift() {
             Some(shift) => strided_position(self.first, shift, byte),
             None => walk_position(self.table, byte),
         }
@@ -163,7 +168,7 @@ impl<'a, P: Page> BvecTable<'a, P> {
         if byte >= self.total {
             return (self.table.len(), 0);
         }
-        match self.shift {
+        match self.shape.stride_shift() {
             Some(_) => UNUSED_END,
             None => walk_position(self.table, byte),
         }
@@ -178,7 +183,7 @@ impl<'a, P: Page> BvecTable<'a, P> {
         a: usize,
         b: usize,
     ) -> ((usize, usize), (usize, usize)) {
-        match self.shift {
+        match self.shape.stride_shift() {
             Some(shift) => (self.strided(shift, a), UNUSED_END),
             None => (self.walked(a), self.walked(b)),
         }

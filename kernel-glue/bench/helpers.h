@@ -90,8 +90,9 @@ u64 rnvme_glue_bench_c_folioq(const struct folio_queue *fq, size_t count, void *
  * every result so nothing is optimised away. op 0: iov_iter_bvec(bv, nr, count); op 1: the same
  * + iov_iter_advance(skip); op 2: iov_iter_npages(INT_MAX) of an iterator built (untimed) with
  * count; op 3: an I/O of count bytes at byte skip of a registered buffer of page-sized entries
- * as io_uring/rsrc.c:io_import_fixed() imports it (iov_iter_bvec(bv, nr, skip + count), then
- * whole entries skipped by arithmetic and the rest as iov_offset).
+ * as io_uring/rsrc.c:io_import_fixed() imports it (the user range checked against the
+ * registration, iov_iter_bvec(bv, nr, skip + count), then whole entries skipped by the folio
+ * shift and the rest as iov_offset); an out-of-range import returns 0 with *sink = 0.
  */
 u64 rnvme_glue_bench_c_bvec_op(unsigned int op, const struct bio_vec *bv, unsigned long nr,
 			       size_t count, size_t skip, unsigned long reps, unsigned long *sink);

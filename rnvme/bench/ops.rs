@@ -14,11 +14,12 @@
 //! pages). Each operation is repeated `reps` times per sample (`reps` calibrated per side so a
 //! sample lasts at least [`MIN_SAMPLE_NS`]) and reported per operation.
 //!
-//! Both loops see the same inputs: the sizes are loop-invariant values (in C, the helper's
-//! arguments), and the table is read afresh in every repetition (in C, `barrier_data()`'s memory
-//! clobber; here the checked table's reference goes through `black_box`), so neither compiler
-//! can hoist an operation out of its loop; each result goes to memory (`barrier_data(&iter)`,
-//! `black_box`).
+//! Both loops see the same inputs and do the same work around the operation: one loop per
+//! operation (no dispatch inside it), the sizes as loop-invariant values (in C, the helper's
+//! arguments), and the table read afresh in every repetition (the registration or checked table
+//! escapes once before the loop, and each repetition ends with an opaque use of its result that
+//! may write any escaped memory: C's `barrier_data()`, Rust's `black_box`), so neither compiler
+//! can hoist an operation out of its loop.
 
 use core::hint::black_box;
 
@@ -107,13 +108,17 @@ impl Table<'_> {
     /// registration would.
     pub(crate) fn rust(&self, op: Op, reps: usize) -> Option<Timed> {
         let reg = BvecTable::new(self.bvec).ok()?;
+        // The checked table escapes here, so each repetition's `black_box` of its result (an
+        // opaque use that may write any escaped memory, as C's `barrier_data()`) makes the next
+        // repetition read the table again.
+        black_box(&reg);
         let (count, skip) = (self.count, self.skip());
         let mut acc = 0usize;
         let (t0, t1) = match op {
             Op::Init => {
                 let t0 = now_ns();
                 for _ in 0..reps {
-                    let it = IovIter::<KPage, Source>::bvec_checked(black_box(&reg), count);
+                    let it = IovIter::<KPage, Source>::bvec_checked(&reg, count);
                     acc = acc.wrapping_add(black_box(it.ok()?).count());
                 }
                 (t0, now_ns())
@@ -121,8 +126,7 @@ impl Table<'_> {
             Op::InitAdvance => {
                 let t0 = now_ns();
                 for _ in 0..reps {
-                    let mut it =
-                        IovIter::<KPage, Source>::bvec_checked(black_box(&reg), count).ok()?;
+                    let mut it = IovIter::<KPage, Source>::bvec_checked(&reg, count).ok()?;
                     it.advance(skip);
                     acc = acc.wrapping_add(black_box(&it).iov_offset().wrapping_add(it.nr_segs()));
                 }
@@ -132,8 +136,7 @@ impl Table<'_> {
                 let skip = self.import_skip();
                 let t0 = now_ns();
                 for _ in 0..reps {
-                    let it = IovIter::<KPage, Source>::import_fixed(black_box(&reg), skip, IO_LEN)
-                        .ok()?;
+                    let it = IovIter::<KPage, Source>::import_fixed(&reg, skip, IO_LEN).ok()?;
                     let it = black_box(&it);
                     // Wrapping, as the C loop's unsigned sum (no overflow-check branches).
                     let sum = it.iov_offset().wrapping_add(it.nr_segs());

@@ -209,14 +209,17 @@ pub enum BvecOp {
     /// `iov_iter_npages(INT_MAX)` on an iterator built (untimed) with `count`.
     Npages,
     /// An I/O of `count` bytes at byte `skip` of a registered buffer of page-sized entries, as
-    /// io_uring/rsrc.c:io_import_fixed() imports it: `iov_iter_bvec(table, skip + count)`, then
-    /// whole entries skipped by arithmetic (needs `skip + count` within the table).
+    /// io_uring/rsrc.c:io_import_fixed() imports it: the user range checked against the
+    /// registration, `iov_iter_bvec(table, skip + count)`, then whole entries skipped by the
+    /// folio shift (needs `skip + count` within the table, and a table of at most `u32::MAX`
+    /// bytes: `io_mapped_ubuf::len` is an `unsigned int`).
     FixedImport,
 }
 
 /// `reps` x `op` on `table`, all timed; [`Timed::copied`] is a checksum of the results. `None`
 /// if `count` exceeds the table or `skip` exceeds `count` ([`BvecOp::FixedImport`]: if
-/// `skip + count` exceeds the table or an entry is not a whole page). The pages are never
+/// `skip + count` exceeds the table, the table `u32::MAX` bytes or an entry is not a whole
+/// page). The pages are never
 /// touched.
 pub fn bvec_op(
     op: BvecOp,
@@ -232,6 +235,7 @@ pub fn bvec_op(
             table
                 .iter()
                 .all(|b| b.offset() == 0 && b.len() as usize == PAGE_SIZE)
+                && total <= u64::from(u32::MAX)
                 && (count as u64)
                     .checked_add(skip as u64)
                     .is_some_and(|e| e <= total)
