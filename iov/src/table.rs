@@ -29,8 +29,9 @@ use crate::IovError;
 /// - `total` is the sum of the entry lengths (it fits in `usize`); `first` is the first
 ///   entry's length (0 for an empty table).
 /// - `shape` is page-aligned iff every entry has `(offset | len) % PAGE_SIZE == 0`.
-/// - When `shape` has a stride shift `s` (at most 32, by the invariant of its type, `shape::Shape`): every entry
-///   after the first holds `1 << s` bytes except the last, which holds at most `1 << s`.
+/// - When `shape` has a stride shift `s` (at most 32, by the invariant of its type,
+///   `shape::Shape`): every entry after the first holds `1 << s` bytes except the last, which
+///   holds at most `1 << s`.
 ///
 /// The table is borrowed for `'a`, so it cannot change while this record of it exists.
 ///
