@@ -90,6 +90,10 @@ fi
 # dma_map_sg call): the chain controller again, in a third short boot.
 rc3=0
 if [[ "${RNVME_DRIVER_IOMMU:-1}" == 1 ]]; then
-    short_boot iommu IOMMU 26-rnvme-iommu.sh -- --topology chain --iommu || rc3=$?
+    scatter="$RNVME_WORK/scatter-pt"
+    cc -static -O2 -Wall -Werror -o "$scatter" "$RNVME_REPO/tests/qemu/guest-tests/scatter-pt.c" ||
+        die "scatter-pt.c did not build (needs a static libc: libc6-dev)"
+    short_boot iommu IOMMU 26-rnvme-iommu.sh --add "$scatter:/usr/bin/scatter-pt" \
+        -- --topology chain --iommu || rc3=$?
 fi
 ((rc == 0 && rc2 == 0 && rc3 == 0)) || die "rnvme driver tests ($variant): FAIL"
