@@ -113,7 +113,8 @@ pub struct IovIter<'a, P, D> {
     pub(crate) capacity: usize,
     /// Where the construction count ends, as (`idx`, `iov_offset`) normalised like an advance
     /// landing there: advancing to it is O(1). Unused, and not computed, for UBUF, DISCARD and
-    /// a strided BVEC table (`Kind::Bvec` whose `shape` has a stride), where every position is arithmetic.
+    /// a strided BVEC table (`Kind::Bvec` whose `shape` has a stride), where every position is
+    /// arithmetic.
     pub(crate) end: (usize, usize),
     /// `data_source`.
     pub(crate) source: bool,
@@ -369,8 +370,8 @@ impl<'a, P: Page, D: FixedDirection> IovIter<'a, P, D> {
         let kind = Self::checked_kind(table);
         // INVARIANT: the table holds `total >= offset + len` bytes; the position is `offset`
         // bytes after the start (consumed), `len` bytes are left, and `end` is where the
-        // `capacity = offset + len` bytes end (unused for a strided table). A table checked by `BvecTable` makes its
-        // `shape` (page alignment, stride) true of every entry.
+        // `capacity = offset + len` bytes end (unused for a strided table). A table checked by
+        // `BvecTable` makes its `shape` (page alignment, stride) true of every entry.
         Ok(Self {
             kind,
             idx: start.0,

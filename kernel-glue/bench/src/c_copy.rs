@@ -219,8 +219,7 @@ pub enum BvecOp {
 /// `reps` x `op` on `table`, all timed; [`Timed::copied`] is a checksum of the results. `None`
 /// if `count` exceeds the table or `skip` exceeds `count` ([`BvecOp::FixedImport`]: if
 /// `skip + count` exceeds the table, the table `u32::MAX` bytes or an entry is not a whole
-/// page). The pages are never
-/// touched.
+/// page). The pages are never touched.
 pub fn bvec_op(
     op: BvecOp,
     table: &[Bvec<KPage>],
