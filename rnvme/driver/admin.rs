@@ -131,7 +131,7 @@ pub(crate) struct AdminReap {
     slot: IrqSpinLock<Option<Done>>,
     /// Signalled (under `slot`'s lock) when `slot` was filled.
     event: Completion,
-    counters: Option<DebugCounters>,
+    counters: Option<DebugCounters<{ NAMES.len() }>>,
 }
 
 impl AdminReap {

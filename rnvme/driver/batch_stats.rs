@@ -10,7 +10,7 @@ use kernel_glue::debugfs::DebugCounters;
 
 /// The counter names. The counters a path updates together are consecutive, added together by
 /// [`DebugCounters::add_range`] (inline, one instruction each on x86-64): [`QUEUE_RQS`],
-/// [`DRAIN`] and [`IRQ`] start the groups.
+/// [`DRAIN`] start the groups.
 const NAMES: [&CStr; 9] = [
     // QUEUE_RQS: calls of `queue_rqs` (plugged lists handed over at once), requests it
     // started, requests it gave back to blk-mq for `queue_rq` (not prepared or not
@@ -39,15 +39,15 @@ const NAMES: [&CStr; 9] = [
 
 /// Index of the first of the four `queue_rqs` counters in [`NAMES`].
 const QUEUE_RQS: usize = 0;
-/// Index of the first of the four completion queue drain counters in [`NAMES`].
+/// Index of the first of the four completion queue drain counters in [`NAMES`]; the
+/// interrupt handler's counter is the one right after them, so an interrupt's drain adds the
+/// five together (the last name, checked at compile time below).
 const DRAIN: usize = 4;
-/// Index of the interrupt handler counter in [`NAMES`]: right after the drain counters, so an
-/// interrupt's drain adds the five together.
-const IRQ: usize = 8;
+const _: () = assert!(DRAIN + 5 == NAMES.len());
 
 /// The batching counters of one controller.
 pub(crate) struct BatchStats {
-    counters: DebugCounters,
+    counters: DebugCounters<{ NAMES.len() }>,
 }
 
 impl BatchStats {
@@ -78,11 +78,14 @@ impl BatchStats {
     /// one, and the CQ head reports and MMIO writes among them; with `irq`, also the interrupt
     /// handler call that drained it.
     pub(crate) fn drained(&self, batched: u32, single: u32, reports: u32, mmio: u32, irq: bool) {
-        let v = [batched, single, reports, mmio, 1].map(i64::from);
-        // The four drain counters, and the interrupt's right after them.
-        let n = if irq { IRQ + 1 - DRAIN } else { IRQ - DRAIN };
-        if irq || batched | single | reports | mmio != 0 {
-            self.counters.add_range(DRAIN, v.get(..n).unwrap_or(&v));
+        // The four drain counters, and the interrupt's right after them: five adds in the
+        // interrupt handler, where `irq` is a constant.
+        if irq {
+            let v = [batched, single, reports, mmio, 1].map(i64::from);
+            self.counters.add_range(DRAIN, &v);
+        } else if batched | single | reports | mmio != 0 {
+            let v = [batched, single, reports, mmio].map(i64::from);
+            self.counters.add_range(DRAIN, &v);
         }
     }
 }

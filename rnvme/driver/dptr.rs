@@ -66,7 +66,7 @@ enum Counter {
 
 /// The PRP list counters of one controller (debugfs `rnvme/rnvme<C>/prp`).
 pub(crate) struct PrpStats {
-    counters: Option<DebugCounters>,
+    counters: Option<DebugCounters<{ NAMES.len() }>>,
 }
 
 impl PrpStats {

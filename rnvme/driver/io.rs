@@ -637,19 +637,20 @@ impl IoOps {
                     return;
                 }
                 // The command id table let this tag through once per submission.
+                // Statistics: wrapping, so the handler has no overflow check (and no panic).
                 match RqShared::complete(rq, status.value(), batch.as_deref_mut()) {
-                    Completed::Batched => batched += 1,
-                    Completed::Single => single += 1,
+                    Completed::Batched => batched = batched.wrapping_add(1),
+                    Completed::Single => single = single.wrapping_add(1),
                     Completed::Not => {}
                 }
             });
-            reports += u32::from(dr.reported);
-            mmio += u32::from(dr.mmio);
+            reports = reports.wrapping_add(u32::from(dr.reported));
+            mmio = mmio.wrapping_add(u32::from(dr.mmio));
             if !dr.more {
                 // One call into the counters per drain; an interrupt's own count with them.
                 data.batch_stats
                     .drained(batched, single, reports, mmio, irq.is_some());
-                return batched + single;
+                return batched.wrapping_add(single);
             }
         }
     }
@@ -723,8 +724,9 @@ impl Operations for IoOps {
         while let Some(mut rq) = list.pop() {
             let idx = rq.hctx_idx();
             if let Some(c) = cur.filter(|&c| Some(c) != idx) {
-                started += Self::submit_list(data, c, &mut submit, &mut requeue);
-                batches += 1;
+                let n = Self::submit_list(data, c, &mut submit, &mut requeue);
+                started = started.wrapping_add(n);
+                batches = batches.wrapping_add(1);
             }
             cur = idx;
             // A dead controller or no queue: `queue_rq` fails the request.
@@ -740,13 +742,14 @@ impl Operations for IoOps {
             }
         }
         if let Some(c) = cur {
-            started += Self::submit_list(data, c, &mut submit, &mut requeue);
-            batches += 1;
+            let n = Self::submit_list(data, c, &mut submit, &mut requeue);
+            started = started.wrapping_add(n);
+            batches = batches.wrapping_add(1);
         }
         let mut left = 0u32;
         while let Some(rq) = requeue.pop() {
             list.push_tail(rq);
-            left += 1;
+            left = left.wrapping_add(1);
         }
         data.batch_stats.queue_rqs(started, left, batches);
     }

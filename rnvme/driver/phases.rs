@@ -125,7 +125,7 @@ mod imp {
     }
 
     /// The phase counters of one controller (none: nothing counted, e.g. the admin queue's).
-    pub(crate) struct Phases(Option<DebugCounters>);
+    pub(crate) struct Phases(Option<DebugCounters<{ NAMES.len() }>>);
 
     impl Phases {
         /// Creates debugfs `rnvme/rnvme<instance>/phases`.

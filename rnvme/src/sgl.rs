@@ -295,8 +295,14 @@ impl SglPolicy {
         if self.metadata_sgls {
             return true;
         }
-        let avg = payload.div_ceil(u64::from(nseg.max(1)));
-        if self.sgl_threshold == 0 || avg < u64::from(self.sgl_threshold) {
+        // `nvme_pci_use_sgls()`: the average segment, `DIV_ROUND_UP(payload, nseg)`, at least
+        // the threshold `t`. For `t >= 1` that is `payload > (t - 1) * nseg`, which needs no
+        // division (a helper call per I/O under TCG) and cannot overflow: both factors are
+        // below 2^32.
+        let Some(below) = self.sgl_threshold.checked_sub(1) else {
+            return self.passthrough;
+        };
+        if payload <= u64::from(below) * u64::from(nseg.max(1)) {
             return self.passthrough;
         }
         true

@@ -135,7 +135,7 @@ const NAMES: [&CStr; 20] = [
 
 /// The premap counters of one controller (debugfs `rnvme/rnvme<C>/premap`).
 pub(crate) struct Stats {
-    counters: DebugCounters,
+    counters: DebugCounters<{ NAMES.len() }>,
     /// Converts the submit path's TSC cycles to nanoseconds.
     tsc: TscScale,
     /// Tags alive, as `tags_live` counts them: one shared atomic, so a plain I/O asks whether
