@@ -154,6 +154,15 @@ selftest_initramfs_args() {
         --add "$bench:/lib/modules/extra/iovstack_bench.ko" --test "$gt/40-iov-bench.sh")
 }
 
+# Builds the static guest helper tests/qemu/guest-tests/$1.c into $RNVME_WORK/$1 (guests have
+# no libc of their own) and prints its path.
+guest_helper() {
+    local out="$RNVME_WORK/$1"
+    cc -static -O2 -Wall -Werror -o "$out" "$RNVME_REPO/tests/qemu/guest-tests/$1.c" ||
+        die "$1.c did not build (needs a static libc: libc6-dev)"
+    printf '%s\n' "$out"
+}
+
 # Builds rnvme.ko for variant $1 and sets the array DRIVER_ARGS to the mkinitramfs options that
 # put it into a guest (/lib/modules/extra/rnvme.ko) with its guest tests
 # (tests/qemu/guest-tests/20-rnvme-basic.sh, 50-rnvme-passthru.sh, 52-rnvme-premap.sh,
@@ -166,13 +175,10 @@ driver_initramfs_args() {
     DRIVER_KO=$ko
     DRIVER_ARGS=(--add "$ko:/lib/modules/extra/rnvme.ko" --test "$gt/20-rnvme-basic.sh")
     # Passthrough char devices (issue 8): the test and its static helper for hostile ioctls.
-    local probe="$RNVME_WORK/passthru-probe"
-    cc -static -O2 -Wall -Werror -o "$probe" "$gt/passthru-probe.c" ||
-        die "passthru-probe.c did not build (needs a static libc: libc6-dev)"
+    local probe uprobe
+    probe=$(guest_helper passthru-probe) || exit 1
     # io_uring commands whose answers the C driver's ABI fixes (uring-probe.c, raw-uring.h).
-    local uprobe="$RNVME_WORK/uring-probe"
-    cc -static -O2 -Wall -Werror -o "$uprobe" "$gt/uring-probe.c" ||
-        die "uring-probe.c did not build (needs a static libc: libc6-dev)"
+    uprobe=$(guest_helper uring-probe) || exit 1
     DRIVER_ARGS+=(--add "$probe:/usr/bin/passthru-probe" --add "$uprobe:/usr/bin/uring-probe"
         --test "$gt/50-rnvme-passthru.sh")
     # Premapped DMA tags for registered buffers (issue 8): fio with fixedbufs=0/1 and the
@@ -181,11 +187,10 @@ driver_initramfs_args() {
     DRIVER_ARGS+=(--test "$gt/52-rnvme-premap.sh")
     # Registered-buffer stress (issue 8) and char-device fuzzing (issue 10): static helpers on
     # raw io_uring system calls (raw-uring.h) and their tests.
-    local h
+    local h out
     for h in premap-reuse premap-stress chardev-fuzz; do
-        cc -static -O2 -Wall -Werror -o "$RNVME_WORK/$h" "$gt/$h.c" ||
-            die "$h.c did not build (needs a static libc: libc6-dev)"
-        DRIVER_ARGS+=(--add "$RNVME_WORK/$h:/usr/bin/$h")
+        out=$(guest_helper "$h") || exit 1
+        DRIVER_ARGS+=(--add "$out:/usr/bin/$h")
     done
     DRIVER_ARGS+=(--test "$gt/53-rnvme-stress.sh" --test "$gt/54-rnvme-fuzz.sh")
     # Batched submissions (queue_rqs) and completions (io_comp_batch) under fio QD32 and IOPOLL

@@ -80,9 +80,7 @@ short_boot() {
 # Chained PRP lists: their own controller (QEMU mdts=10) in a second, short boot.
 rc2=0
 if [[ "${RNVME_DRIVER_CHAIN:-1}" == 1 ]]; then
-    contig="$RNVME_WORK/contig-dio"
-    cc -static -O2 -Wall -Werror -o "$contig" "$RNVME_REPO/tests/qemu/guest-tests/contig-dio.c" ||
-        die "contig-dio.c did not build (needs a static libc: libc6-dev)"
+    contig=$(guest_helper contig-dio) || exit 1
     short_boot chain "chained PRP list" 25-rnvme-chain.sh --add "$contig:/usr/bin/contig-dio" \
         -- --topology chain || rc2=$?
 fi
@@ -90,9 +88,7 @@ fi
 # dma_map_sg call): the chain controller again, in a third short boot.
 rc3=0
 if [[ "${RNVME_DRIVER_IOMMU:-1}" == 1 ]]; then
-    scatter="$RNVME_WORK/scatter-pt"
-    cc -static -O2 -Wall -Werror -o "$scatter" "$RNVME_REPO/tests/qemu/guest-tests/scatter-pt.c" ||
-        die "scatter-pt.c did not build (needs a static libc: libc6-dev)"
+    scatter=$(guest_helper scatter-pt) || exit 1
     short_boot iommu IOMMU 26-rnvme-iommu.sh --add "$scatter:/usr/bin/scatter-pt" \
         -- --topology chain --iommu || rc3=$?
 fi

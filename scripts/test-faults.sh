@@ -43,9 +43,7 @@ gt="$q/guest-tests"
 stage "build rnvme.ko + ackwrite ($variant)"
 ko=$("$RNVME_REPO/scripts/build-module.sh" "$variant" | grep '/rnvme\.ko$') ||
     die "rnvme.ko ($variant) did not build"
-ackw="$RNVME_WORK/ackwrite"
-cc -static -O2 -Wall -Werror -o "$ackw" "$gt/ackwrite.c" ||
-    die "ackwrite.c did not build (needs a static libc: libc6-dev)"
+ackw=$(guest_helper ackwrite) || exit 1
 stage_end
 
 dir=$(mktemp -d "$RNVME_WORK/faults-$variant.XXXXXX")
