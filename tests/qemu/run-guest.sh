@@ -30,6 +30,11 @@
 #                            remapping only) and intel_iommu=on for the guest, so every DMA mapping
 #                            is a real IOVA mapping (default: the pc machine, no IOMMU)
 #         --smp N            CPUs (default 2)
+#         --tcg-single       one host thread runs every vCPU in turn (-accel tcg,thread=single)
+#                            instead of one thread each: for a boot whose guest changes the
+#                            physical memory map (a BAR switched off) while other vCPUs run, which
+#                            QEMU 7.2's multi-threaded TCG can crash on (scripts/test-faults.sh says
+#                            why)
 #     -m, --mem SIZE         RAM (default 2G)
 #     -t, --timeout SECS     hard host-side timeout (default 900, 2400 for debug)
 #     -l, --log FILE         console log (default $RNVME_WORK/logs/guest-<variant>-<time>.log)
@@ -46,7 +51,9 @@
 #      vCPU thread for all CPUs: slow, for measuring code paths, not throughput.
 #      RNVME_QEMU=PATH runs that QEMU binary instead of qemu-system-x86_64 from PATH (e.g. the
 #      profiling build of scripts/build-qemu-debug.sh).
-# Exit codes: 0 pass, 1 guest/test failure or dirty log, 2 timeout, 3 usage/setup error.
+# Exit codes: 0 pass, 1 guest/test failure or dirty log, 2 timeout, 3 usage/setup error,
+# 4 QEMU itself died of a signal (an emulator crash, whatever the guest did; the host kernel's
+# segfault line is printed when dmesg can be read).
 set -euo pipefail
 # Parsed as one block, so editing this file while it runs cannot break the run.
 {
@@ -62,6 +69,7 @@ keep_images=""
 reuse_images=""
 monitor=0
 iommu=0
+tcg_single=0
 smp=2
 mem=2G
 timeout_s=""
@@ -98,12 +106,13 @@ while (($#)); do
         --monitor) monitor=1; shift ;;
         --iommu) iommu=1; shift ;;
         --smp) smp="$2"; shift 2 ;;
+        --tcg-single) tcg_single=1; shift ;;
         -m|--mem) mem="$2"; shift 2 ;;
         -t|--timeout) timeout_s="$2"; shift 2 ;;
         -l|--log) logf="$2"; shift 2 ;;
         --append) append="${append:+$append }$2"; shift 2 ;;
         --) shift; qemu_extra=("$@"); break ;;
-        -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,/^# Exit codes/p' "$0"; exit 0 ;;
         *) echo "unknown argument '$1'" >&2; exit 3 ;;
     esac
 done
@@ -146,6 +155,7 @@ logf="${logf:-$RNVME_WORK/logs/guest-$variant-$(date +%Y%m%d-%H%M%S)-$$.log}"
 mkdir -p "$(dirname "$logf")"
 
 accel=(-accel tcg)
+((tcg_single)) && accel=(-accel tcg,thread=single)
 if [[ -n "${RNVME_ICOUNT:-}" ]]; then
     [[ "$RNVME_ICOUNT" =~ ^[0-9]+$ ]] || die "RNVME_ICOUNT must be a shift (0-10), not '$RNVME_ICOUNT'"
     accel+=(-icount "shift=$RNVME_ICOUNT,sleep=off")
@@ -301,6 +311,13 @@ qemu+=("${qemu_extra[@]}")
 log "log: $logf"
 log "qemu: ${qemu[*]}"
 
+# The host kernel's lines about QEMU processes that crashed (comm is cut to 15 characters).
+host_crash_lines() {
+    local comm="${qemu_bin##*/}"
+    dmesg 2>/dev/null | grep -aF "${comm:0:15}[" | grep -aE 'segfault|trap' || true
+}
+host_crashes=$(host_crash_lines | wc -l)
+
 stage "boot + guest tests ($variant)"
 : > "$logf"
 watcher=""
@@ -335,6 +352,11 @@ case "$rc" in
     0) if ((quit_by_guest)); then :; else verdict=fail; reasons+=("qemu exited 0 without a quit request"); fi ;;
     35) verdict=fail; reasons+=("guest reported failure") ;;
     124|137) verdict=timeout; reasons+=("timed out after ${timeout_s}s") ;;
+    132|134|135|136|139)
+        verdict=qemu-crash
+        reasons+=("QEMU itself died of signal $((rc - 128)): an emulator crash, not a guest panic")
+        crash=$(host_crash_lines | tail -n +$((host_crashes + 1)) | tail -n1)
+        [[ -z "$crash" ]] || reasons+=("host kernel: $crash") ;;
     *) verdict=fail; reasons+=("qemu exited $rc (kernel panic/reboot/crash?)") ;;
 esac
 summary=$(grep -aE '^guest: [0-9]+ passed, [0-9]+ failed' "$logf" | tail -n1 | tr -d '\r' || true)
@@ -368,6 +390,7 @@ fi
 log "RESULT: ${verdict^^} ($variant) -- $(IFS=';'; echo "${reasons[*]}")"
 log "console log: $logf"
 [[ "$verdict" == timeout ]] && exit 2
+[[ "$verdict" == qemu-crash ]] && exit 4
 exit 1
 exit
 }
