@@ -41,7 +41,8 @@ stage "cargo doc -D warnings" env RUSTDOCFLAGS="-D warnings" cargo doc --workspa
 stage "bounded fuzz runs" scripts/fuzz.sh "${RNVME_FUZZ_SECONDS:-30}"
 # The benchmark analyses on hand-made input (no QEMU, no perf: under a second each): the
 # host-side profile of `scripts/profile-fio.sh --host-perf`, the fio matrix's paired-round
-# ratios and confidence intervals (benches/plot_fio.py), and of `scripts/profile-fio.sh
+# ratios and confidence intervals (benches/plot_fio.py) and their pooling over runs
+# (benches/pool_runs.py), and of `scripts/profile-fio.sh
 # --timeline` the per-I/O intervals at QD1 (benches/qemu_timeline.py), the submission batches
 # (benches/qemu_batches.py) and the host scheduler's view of their stalls (benches/qemu_sched.py);
 # of `scripts/profile-fio.sh --phases` the phase table (benches/phases.py) and the timers it
@@ -51,6 +52,7 @@ stage "bounded fuzz runs" scripts/fuzz.sh "${RNVME_FUZZ_SECONDS:-30}"
 # `scripts/profile-fio.sh --insns` (benches/tb_profile.py).
 stage "host profile analysis self-test" benches/host_profile_selftest.sh
 stage "fio matrix statistics self-test" benches/plot_fio_selftest.sh
+stage "paired runs pooling self-test" python3 benches/pool_runs.py --self-test
 stage "QEMU QD1 timeline analysis self-test" python3 benches/qemu_timeline.py --self-test
 stage "QEMU batch analysis self-test" python3 benches/qemu_batches.py --self-test
 stage "QEMU main-loop scheduling analysis self-test" python3 benches/qemu_sched.py --self-test

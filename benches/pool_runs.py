@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Paired rnvme/C ratios of several fio runs of the same points, two ways (issue 9).
+
+    benches/pool_runs.py [--workload WL]... RUNS.csv [RUNS.csv ...]
+    benches/pool_runs.py --self-test
+
+Each RUNS.csv is the per-round file (`fio-matrix-runs.csv`, kept in `benches/results/` as
+`fio-paired-<commit>-*-runs.csv`) of one `scripts/bench-fio.sh` run: one guest boot, whose
+rounds pair rnvme with the C driver (`dev` nvme) back to back. For each workload (all those
+the files have, or the `--workload`s given) it prints
+
+  pool <wl>: rounds N: G [LO-HI]; runs K: M1 M2 ...; over runs: G2 [LO2-HI2]
+
+G [LO-HI] is the geometric mean of every paired round's ratio with its 95% confidence interval
+(Student's t on the logarithms, `paired_ci` of plot_fio.py), as if all rounds were independent.
+They are not quite: a whole run can sit higher or lower than another by more than its own
+interval allows (the guest's speed per instruction under TCG moves from boot to boot), so the
+second figure takes each run's geometric mean M as one sample and gives the interval over the
+K runs. With K = 1 there is no interval over runs ("n/a"). Rounds with an error (`err` not 0)
+or without both drivers are left out.
+"""
+import collections
+import csv
+import math
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_fio import paired_ci  # noqa: E402
+
+
+def run_ratios(path, workloads=None):
+    """workload -> the paired ratios rnvme/nvme of one run file, in round order."""
+    rounds = collections.defaultdict(dict)
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            if workloads and r["workload"] not in workloads:
+                continue
+            if r.get("err", "0") not in ("0", ""):
+                continue
+            rounds[(r["workload"], int(r["round"]))][r["dev"]] = float(r["iops"])
+    out = collections.defaultdict(list)
+    for (wl, _), devs in sorted(rounds.items()):
+        if devs.get("rnvme") and devs.get("nvme"):
+            out[wl].append(devs["rnvme"] / devs["nvme"])
+    return out
+
+
+def gmean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def fmt_ci(ci):
+    return "n/a" if ci is None else "%.3f [%.3f-%.3f]" % ci
+
+
+def pool(paths, workloads=None):
+    """The output lines for `paths` (one run each)."""
+    per_run = [run_ratios(p, workloads) for p in paths]
+    names = sorted({wl for run in per_run for wl in run})
+    lines = []
+    for wl in names:
+        runs = [run[wl] for run in per_run if run.get(wl)]
+        rounds = [x for run in runs for x in run]
+        means = [gmean(run) for run in runs]
+        lines.append("pool %s: rounds %d: %s; runs %d: %s; over runs: %s" % (
+            wl, len(rounds), fmt_ci(paired_ci(rounds)), len(runs),
+            " ".join("%.3f" % m for m in means), fmt_ci(paired_ci(means))))
+    return lines
+
+
+def self_test():
+    """Two hand-made runs of one workload, checked against figures computed by hand.
+
+    Run A: rounds 0.5, 1.0, 2.0 (geometric mean 1.000); run B: 2.0, 2.0 (2.000), plus a round
+    with an error and one with rnvme only, both left out. All five rounds: logs -ln2, 0, ln2,
+    ln2, ln2, mean 0.277259, sd 0.619970, half 2.776 * 0.619970 / sqrt(5) = 0.769671:
+    exp(0.277259) = 1.320 [exp(-0.492412) = 0.611 - exp(1.046930) = 2.849]. Over the runs:
+    logs 0 and ln2, mean 0.346574, sd 0.490129, half 12.706 * 0.490129 / sqrt(2) = 4.403564:
+    1.414 [exp(-4.056991) = 0.017 - exp(4.750138) = 115.600]. A second workload only in run B
+    has one run: no interval over runs.
+    """
+    hdr = "workload,dev,round,iops,err\n"
+    a = hdr + "".join("w,rnvme,%d,%d,0\nw,nvme,%d,1000,0\n" % (i, x, i)
+                      for i, x in enumerate((500, 1000, 2000)))
+    b = (hdr + "w,rnvme,0,2000,0\nw,nvme,0,1000,0\nw,rnvme,1,4000,0\nw,nvme,1,2000,0\n"
+         "w,rnvme,2,1000,5\nw,nvme,2,1000,0\nw,rnvme,3,1000,0\n"
+         "v,rnvme,0,900,0\nv,nvme,0,1000,0\nv,rnvme,1,1100,0\nv,nvme,1,1000,0\n")
+    want = [
+        # v: logs ln0.9, ln1.1; mean -0.005025, sd 0.141896, half 12.706 * 0.141896 /
+        # sqrt(2) = 1.274861: exp(-0.005025) = 0.995 [exp(-1.279886) = 0.278 - exp(1.269836)
+        # = 3.560].
+        "pool v: rounds 2: 0.995 [0.278-3.560]; runs 1: 0.995; over runs: n/a",
+        "pool w: rounds 5: 1.320 [0.611-2.849]; runs 2: 1.000 2.000; over runs: 1.414 [0.017-115.600]",
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for name, text in (("a.csv", a), ("b.csv", b)):
+            paths.append(os.path.join(tmp, name))
+            with open(paths[-1], "w") as f:
+                f.write(text)
+        got = pool(paths)
+        only_w = pool(paths, {"w"})
+    ok = got == want and only_w == want[1:]
+    for line in got:
+        print("  " + line)
+    print("pool_runs selftest: %s" % ("ok" if ok else "FAIL, want:\n  " + "\n  ".join(want)))
+    return 0 if ok else 1
+
+
+def main():
+    args = sys.argv[1:]
+    if args == ["--self-test"]:
+        return self_test()
+    workloads = set()
+    paths = []
+    while args:
+        if args[0] == "--workload" and len(args) > 1:
+            workloads.add(args[1])
+            args = args[2:]
+        elif args[0].startswith("-"):
+            sys.exit(__doc__)
+        else:
+            paths.append(args.pop(0))
+    if not paths:
+        sys.exit(__doc__)
+    for line in pool(paths, workloads or None):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
