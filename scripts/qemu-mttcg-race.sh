@@ -30,7 +30,8 @@ while (($#)); do
         *) die "unknown argument '$1' (--runs N, --toggles T)" ;;
     esac
 done
-[[ "$runs" =~ ^[1-9][0-9]*$ && "$toggles" =~ ^[1-9][0-9]*$ ]] || die "--runs and --toggles take N > 0"
+[[ "$runs" =~ ^[1-9][0-9]*$ && "$toggles" =~ ^[1-9][0-9]*$ ]] ||
+    die "--runs and --toggles take N > 0"
 
 q="$RNVME_REPO/tests/qemu"
 helper=$(guest_helper mmio-race) || exit 1
@@ -50,7 +51,9 @@ for ((i = 1; i <= runs; i++)); do
             >"$logf.host" 2>&1 || rc=$?
         case "$rc" in
             0) what="survived $toggles toggles" ;;
-            4) what="QEMU crashed: $(grep -a 'host kernel:' "$logf.host" | sed 's/.*host kernel: //;s/;.*//' | tail -n1)"
+            4) line=$(grep -a 'host kernel:' "$logf.host" | tail -n1 || true)
+               line=${line#*host kernel: }
+               what="QEMU crashed: ${line%%;*}"
                crashed[$mode]=$((crashed[$mode] + 1)) ;;
             *) what="failed otherwise (run-guest.sh exit $rc, $logf.host)"; other=$((other + 1)) ;;
         esac

@@ -17,7 +17,9 @@
 # drive), so the device never reappears. That is reported, not failed (the driver has no part in
 # it; 70-fault-removal.sh checks the re-plug every run), and this test runs last, in the second
 # boot of scripts/test-faults.sh after 76-ack-check.sh, so no later test needs the controller.
-# Needs run-guest.sh --monitor and a hotplug=1 controller (--topology faults).
+# Needs run-guest.sh --monitor and a hotplug=1 controller (--topology faults); its boot in
+# scripts/test-faults.sh runs with --tcg-single, because switching the BAR off under load can
+# crash QEMU 7.2's multi-threaded TCG (scripts/qemu-mttcg-race.sh).
 . /lib/rnvme/lib.sh
 . /lib/rnvme/faults.sh
 
