@@ -20,26 +20,24 @@ K runs. With K = 1 there is no interval over runs ("n/a"). Rounds with an error 
 or without both drivers are left out.
 """
 import collections
-import csv
 import math
 import os
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot_fio import paired_ci  # noqa: E402
+from plot_fio import paired_ci, read_csv  # noqa: E402
 
 
 def run_ratios(path, workloads=None):
     """workload -> the paired ratios rnvme/nvme of one run file, in round order."""
     rounds = collections.defaultdict(dict)
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            if workloads and r["workload"] not in workloads:
-                continue
-            if r.get("err", "0") not in ("0", ""):
-                continue
-            rounds[(r["workload"], int(r["round"]))][r["dev"]] = float(r["iops"])
+    for r in read_csv(path):
+        if workloads and r["workload"] not in workloads:
+            continue
+        if r.get("err", "0") not in ("0", ""):
+            continue
+        rounds[(r["workload"], int(r["round"]))][r["dev"]] = float(r["iops"])
     out = collections.defaultdict(list)
     for (wl, _), devs in sorted(rounds.items()):
         if devs.get("rnvme") and devs.get("nvme"):

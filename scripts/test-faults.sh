@@ -24,16 +24,9 @@
 #   77-fault-surprise      the controller's PCI enables cleared under fio (it vanishes without
 #                          notice), then device_del and device_add; last, because QEMU does not
 #                          always plug that controller in again (see the test)
-# Boot 2 runs its vCPUs on one host thread (run-guest.sh --tcg-single). Clearing the Memory Space
-# enable removes the BAR from the physical memory map, and QEMU 7.2's multi-threaded TCG updates
-# every vCPU's dispatch table at once but flushes another vCPU's TLB only later
-# (softmmu/physmem.c, tcg_commit()): a vCPU that reads MMIO through a stale TLB entry in between
-# gets a section from the new table by its old index, past the end when the BAR was removed, and
-# QEMU segfaults in memory_region_dispatch_read() (NULL region). A CI run died that way in 77;
-# scripts/qemu-mttcg-race.sh reproduces it without any driver (a user-space LAPIC read on one
-# vCPU, BAR toggles on the other: crashes within seconds with one thread per vCPU, none with one
-# thread for all). One thread means one vCPU runs at a time, and a vCPU's own TLB flush is
-# immediate, so no vCPU runs on a stale entry.
+# Boot 2 runs its vCPUs on one host thread (run-guest.sh --tcg-single): 77 switches the BAR off
+# under load, which QEMU 7.2's multi-threaded TCG can crash on (the race, and
+# scripts/qemu-mttcg-race.sh that reproduces it: tests/qemu/README.md, run-guest.sh's options).
 # Both boots use acpi=noirq (run-guest.sh adds it to every guest): ACPICA's _PRT evaluation, run
 # by pci_enable_device() in every probe, corrupts memory when an allocation fails inside it (a
 # kernel bug outside rnvme, seen as a NULL dereference in free_to_partial_list under
@@ -94,8 +87,7 @@ if ((rc1 == 0)); then
         --add "$dir/acked:/lib/rnvme/acked" --test "$gt/76-ack-check.sh" \
         --test "$gt/77-fault-surprise.sh" -o "$RNVME_WORK/initramfs/rnvme-faults-$variant-2.cpio")
     # 77-fault-surprise last: its controller may not come back (the test says why).
-    # --tcg-single: 77 switches the controller's BAR off while fio runs on both vCPUs, and QEMU
-    # 7.2's multi-threaded TCG can crash on that (see the header).
+    # --tcg-single: see the header.
     "$q/run-guest.sh" "${guest[@]}" -i "$img2" -l "$log2" --monitor --reuse-images "$dir" \
         --tcg-single || rc2=$?
 fi

@@ -33,7 +33,7 @@
 #         --tcg-single       one host thread runs every vCPU in turn (-accel tcg,thread=single)
 #                            instead of one thread each: for a boot whose guest changes the
 #                            physical memory map (a BAR switched off) while other vCPUs run, which
-#                            QEMU 7.2's multi-threaded TCG can crash on (scripts/test-faults.sh says
+#                            QEMU 7.2's multi-threaded TCG can crash on (tests/qemu/README.md says
 #                            why)
 #     -m, --mem SIZE         RAM (default 2G)
 #     -t, --timeout SECS     hard host-side timeout (default 900, 2400 for debug)
