@@ -197,5 +197,6 @@ driver_initramfs_args() {
     # (issue 9), checked with the driver's debugfs counters and the disk's own statistics.
     DRIVER_ARGS+=(--test "$gt/57-rnvme-batch.sh")
     # The admin queue (issue 7): completions by interrupt, a reset after an admin timeout.
-    DRIVER_ARGS+=(--test "$gt/58-rnvme-admin-irq.sh")
+    out=$(guest_helper admin-latency) || exit 1
+    DRIVER_ARGS+=(--add "$out:/usr/bin/admin-latency" --test "$gt/58-rnvme-admin-irq.sh")
 }

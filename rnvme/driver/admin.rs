@@ -37,7 +37,10 @@
 //! `drivers/nvme/host/pci.c` does for the admin queue (`nvme_dev_disable()`), the controller is
 //! disabled before the timeout is reported, so the caller frees its buffers normally: once CC.EN
 //! is clear and CSTS.RDY reads 0 the controller has dropped every queue and command; if it does
-//! not get there within CAP.TO, bus mastering is turned off, which stops its DMA at the bus. The
+//! not get there within CAP.TO, bus mastering is turned off, which stops its DMA at the bus.
+//! When a reset is owed and the controller still answers, its I/O queues are deleted first, as
+//! `nvme_dev_disable()` does (`delete_queues.rs`: the timed-out command's tag was taken back, so
+//! the Delete commands run on tag 0 while the controller may still hold the old command). The
 //! command then fails with `EINTR`, the C driver's errno for a cancelled command
 //! (`nvme_execute_rq()` in `drivers/nvme/host/core.c`). If the controller was live and bound
 //! (not probing or removing), a reset is owed (`nvme::CtrlState::ResetPending`, as
@@ -47,7 +50,7 @@
 //! with `ENODEV` and I/O waits for the reset. A timeout while probing, removing or during a
 //! reset disables the controller for good (`nvme::CtrlState::after_admin_timeout`).
 
-use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU8, Ordering};
 
 use kernel::{c_str, prelude::*, sync::Arc};
 use kernel_glue::{
@@ -95,15 +98,19 @@ pub(crate) enum Counter {
     Resets,
     /// Of those, resets owed by an admin command timeout.
     ResetsAfterAdminTimeout,
+    /// Disables for a reset that found the controller answering and deleted every I/O queue
+    /// first (`delete_queues.rs`).
+    QueuesDeletedBeforeDisable,
 }
 
-const NAMES: [&kernel::str::CStr; 6] = [
+const NAMES: [&kernel::str::CStr; 7] = [
     c_str!("commands"),
     c_str!("irq_completions"),
     c_str!("polled_completions"),
     c_str!("timeouts"),
     c_str!("resets"),
     c_str!("resets_after_admin_timeout"),
+    c_str!("queues_deleted_before_disable"),
 ];
 
 /// Runs the controller disable sequence (CC.EN=0, wait for CSTS.RDY=0) to its end, bounded by
@@ -222,6 +229,8 @@ pub(crate) struct Admin {
     irq: AtomicBool,
     /// Held by whoever runs admin commands (one at a time on tag 0).
     lock: SleepLock<()>,
+    /// The I/O queue pairs created on the controller: queue ids 1 to this.
+    io_queues: AtomicU16,
 }
 
 /// The admin queue held by one caller: its commands run one after another, nobody else's in
@@ -229,6 +238,18 @@ pub(crate) struct Admin {
 pub(crate) struct Session<'a> {
     admin: &'a Admin,
     _held: SleepLockGuard<'a, ()>,
+}
+
+/// Why [`Session::run`] returned no completion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RunError {
+    /// Tag 0 was in use (the command id table refused it).
+    Busy,
+    /// No completion within the timeout; the command was taken back.
+    TimedOut {
+        /// How long the command was waited for.
+        waited_ms: u32,
+    },
 }
 
 impl Admin {
@@ -259,6 +280,7 @@ impl Admin {
             recoverable: AtomicBool::new(false),
             irq: AtomicBool::new(false),
             lock: SleepLock::new(())?,
+            io_queues: AtomicU16::new(0),
         })
     }
 
@@ -292,6 +314,17 @@ impl Admin {
     /// `false` when removal starts: `NVME_CTRL_LIVE` vs `CONNECTING`/`DELETING`).
     pub(crate) fn set_recoverable(&self, on: bool) {
         self.recoverable.store(on, Ordering::Release);
+    }
+
+    /// Records that the controller has I/O queue pairs 1 to `n` (set once they are created;
+    /// a reset creates the same ones again).
+    pub(crate) fn set_io_queues(&self, n: u16) {
+        self.io_queues.store(n, Ordering::Release);
+    }
+
+    /// The I/O queue pairs on the controller: queue ids 1 to this.
+    pub(crate) fn io_queues(&self) -> u16 {
+        self.io_queues.load(Ordering::Acquire)
     }
 
     /// The controller state.
@@ -355,24 +388,6 @@ impl Admin {
         }
     }
 
-    /// An admin command timed out (the caller holds the admin queue): disables the controller
-    /// and moves the state as `nvme::CtrlState::after_admin_timeout` says (a reset owed, or
-    /// dead for good).
-    fn timed_out(&self) {
-        self.count(Counter::Timeouts);
-        let from = self.state();
-        let to = from.after_admin_timeout(self.recoverable.load(Ordering::Acquire));
-        if to == CtrlState::ResetPending && self.change_state(from, to) {
-            pr_err!(
-                "{}: admin command timeout: disabling the controller, reset follows\n",
-                self.dev.name()
-            );
-            self.disable_hw();
-        } else {
-            self.disable("admin command timeout");
-        }
-    }
-
     /// Runs `cmd` on tag 0 and waits up to `timeout_ms` for its completion; returns it
     /// whatever its status (see [`Session::exec_done`]).
     ///
@@ -408,6 +423,11 @@ impl Admin {
 }
 
 impl Session<'_> {
+    /// The admin queue this session holds.
+    pub(crate) fn admin(&self) -> &Admin {
+        self.admin
+    }
+
     /// Runs `cmd` on tag 0 and waits up to `timeout_ms` for its completion (see the module
     /// docs); returns it whatever its status. On a timeout the controller is disabled (see the
     /// module docs) before the error is returned, so buffers the command points at may be
@@ -417,11 +437,38 @@ impl Session<'_> {
     ///
     /// `ENODEV` (the controller is disabled, or waits for a reset), `EBUSY` (tag 0 in use),
     /// `EINTR` (timed out: the command was cancelled).
-    pub(crate) fn exec_done(&self, mut cmd: SubmissionEntry, timeout_ms: u32) -> Result<Done> {
+    pub(crate) fn exec_done(&self, cmd: SubmissionEntry, timeout_ms: u32) -> Result<Done> {
         let a = self.admin;
         if !a.state().admin_usable() {
             return Err(ENODEV);
         }
+        let opcode = cmd.opcode();
+        match self.run(cmd, timeout_ms) {
+            Ok(d) => Ok(d),
+            Err(RunError::Busy) => Err(EBUSY),
+            Err(RunError::TimedOut { waited_ms }) => {
+                pr_err!(
+                    "{}: admin command {:#x} timed out after {} ms\n",
+                    a.dev.name(),
+                    opcode,
+                    waited_ms
+                );
+                // The tag is free (`run` took the command back: a late completion of it is
+                // refused), and the controller is disabled before the caller frees the
+                // command's buffers.
+                self.timed_out();
+                Err(EINTR)
+            }
+        }
+    }
+
+    /// Runs `cmd` on tag 0 and waits up to `timeout_ms` for its completion, in any controller
+    /// state, and returns it whatever its status. A command that does not complete in time is
+    /// taken back from the command id table (a late completion of it is refused) and nothing
+    /// else is done: the caller decides what the timeout means ([`Session::exec_done`]
+    /// disables the controller; deleting queues before a disable gives up).
+    pub(crate) fn run(&self, mut cmd: SubmissionEntry, timeout_ms: u32) -> Result<Done, RunError> {
+        let a = self.admin;
         let r = &*a.reap;
         // A new round: nothing of an earlier command is left (its completion was taken, or it
         // was cancelled, so the command id table refuses its entry), and no signal either.
@@ -429,7 +476,7 @@ impl Session<'_> {
         r.event.reinit();
         a.count(Counter::Commands);
         r.q.submit(0, &mut cmd, true, &crate::phases::Phases::none())
-            .map_err(|_| EBUSY)?;
+            .map_err(|_| RunError::Busy)?;
         let mut waited = 0u32;
         while waited < timeout_ms {
             let step = if a.irq.load(Ordering::Acquire) {
@@ -461,16 +508,30 @@ impl Session<'_> {
                 return Ok(d);
             }
         }
-        pr_err!(
-            "{}: admin command {:#x} timed out after {} ms\n",
-            a.dev.name(),
-            cmd.opcode(),
-            waited
-        );
-        // The tag is free (cancelled above: a late completion of the command is refused), and
-        // the controller is disabled before the caller frees the command's buffers.
-        a.timed_out();
-        Err(EINTR)
+        Err(RunError::TimedOut { waited_ms: waited })
+    }
+
+    /// An admin command timed out (this session holds the admin queue): disables the
+    /// controller and moves the state as `nvme::CtrlState::after_admin_timeout` says. With a
+    /// reset owed, the I/O queues of a controller that still answers are deleted first
+    /// ([`Session::delete_io_queues`], as `nvme_timeout()` -> `nvme_dev_disable()`); a
+    /// controller that is dead for good (probing, removing, or a timeout during a reset) is
+    /// disabled at once.
+    fn timed_out(&self) {
+        let a = self.admin;
+        a.count(Counter::Timeouts);
+        let from = a.state();
+        let to = from.after_admin_timeout(a.recoverable.load(Ordering::Acquire));
+        if to == CtrlState::ResetPending && a.change_state(from, to) {
+            pr_err!(
+                "{}: admin command timeout: disabling the controller, reset follows\n",
+                a.dev.name()
+            );
+            self.delete_io_queues();
+            a.disable_hw();
+        } else {
+            a.disable("admin command timeout");
+        }
     }
 
     /// Runs `cmd` and waits for its completion (bounded); returns the result dword(s).

@@ -289,6 +289,9 @@ impl Controller {
             queues.push(q, GFP_KERNEL)?;
         }
 
+        // Every queue pair exists now (ids 1 to n): a reset deletes them before it disables.
+        admin.set_io_queues(queues.len() as u16);
+
         let shadow = if params.shadow_doorbells && idc.supports_dbbuf() {
             setup_shadow_doorbells(dev, &admin, &dbs, &queues)
         } else {

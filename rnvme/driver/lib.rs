@@ -31,6 +31,7 @@ use kernel_glue::{
 mod admin;
 mod batch_stats;
 mod ctrl;
+mod delete_queues;
 mod dptr;
 mod held;
 mod io;

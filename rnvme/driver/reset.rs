@@ -11,7 +11,8 @@
 //!
 //! The sequence and its states are `nvme::recovery`'s: Live (or ResetPending: the controller was
 //! disabled by a timed-out admin command, which left the reset owed) -> Resetting, quiesce every queue of
-//! the tag set, disable the controller (bounded by CAP.TO), cancel every command in flight
+//! the tag set, delete the I/O queues if the controller still answers (`delete_queues.rs`, as
+//! `nvme_dev_disable()`), disable the controller (bounded by CAP.TO), cancel every command in flight
 //! (each request completes as host-aborted and is requeued, `nvme::decide_disposition`, at most
 //! `nvme::MAX_RETRIES` times), empty the rings, enable the controller on the same admin queue,
 //! ask for the same number of queues, create the I/O queues again (and give the controller the
@@ -62,6 +63,9 @@ pub(crate) fn reset(data: &IoData, set: &TagSetRef<'_, IoOps>) -> bool {
         pr_warn!("{}: resetting the controller (reset {})\n", name, n);
     }
     set.quiesce();
+    // A controller that still answers gets its I/O queues deleted first (`delete_queues.rs`);
+    // one that a timed-out admin command disabled has none left.
+    session.delete_io_queues();
     let ok = match disable_ctrl(admin.bar()) {
         Ok(()) => {
             cancel_all(data, set);

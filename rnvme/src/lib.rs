@@ -162,7 +162,10 @@ pub use prp_chain::{
 };
 pub use queues::{QueueGrant, QueuePlan, QueuePlanError};
 pub use reap::{accept_completion, accept_shared, ReapError};
-pub use recovery::{decide_disposition, CtrlState, Disposition, TimeoutStep, MAX_RETRIES};
+pub use recovery::{
+    decide_disposition, delete_queues_before_disable, CtrlState, Disposition, TimeoutStep,
+    MAX_RETRIES,
+};
 pub use reg_values::{Aqa, Cap, Cc, Csts, Shutdown, ShutdownStatus};
 pub use regs::{
     DoorbellError, Doorbells, Registers, REG_ACQ, REG_AQA, REG_ASQ, REG_CAP, REG_CC, REG_CSTS,

@@ -167,6 +167,25 @@ impl TimeoutStep {
     }
 }
 
+/// Whether a controller about to be disabled for a reset still answers, so that its I/O queues
+/// are deleted (Delete I/O Submission Queue, then Delete I/O Completion Queue) before CC.EN is
+/// cleared, as `nvme_dev_disable()` does unless `nvme_pci_ctrl_is_dead()`
+/// (`drivers/nvme/host/pci.c`): CSTS reads ready, without a fatal status, and not all ones (a
+/// device that is gone). A controller that was already disabled (not ready) has no queues left.
+///
+/// # Examples
+///
+/// ```
+/// use nvme::{delete_queues_before_disable, Csts};
+/// assert!(delete_queues_before_disable(Csts::from_raw(1)));
+/// assert!(!delete_queues_before_disable(Csts::from_raw(0)));        // disabled already
+/// assert!(!delete_queues_before_disable(Csts::from_raw(3)));        // fatal status
+/// assert!(!delete_queues_before_disable(Csts::from_raw(u32::MAX))); // gone
+/// ```
+pub const fn delete_queues_before_disable(csts: Csts) -> bool {
+    !csts.is_all_ones() && csts.rdy() && !csts.cfs()
+}
+
 /// What to do with a finished command (`enum nvme_disposition`, without the multipath and
 /// authentication cases rnvme does not have).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

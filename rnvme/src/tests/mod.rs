@@ -6,5 +6,6 @@ mod init;
 mod ns_geometry;
 mod ns_ids;
 mod prp;
+mod recovery;
 mod sgl;
 mod zeroing;

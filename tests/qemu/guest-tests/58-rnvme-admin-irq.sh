@@ -5,18 +5,23 @@
 #
 # 1. Interrupt: N `nvme get-feature` calls on rnvme's controller device must each complete by the
 #    admin queue's interrupt: the count of vector 0 in /proc/interrupts rises by at least N, and
-#    rnvme's debugfs counters (rnvme/rnvme<C>/admin) count N more irq_completions. With
-#    rnvme_admin_latency=K on the kernel command line, the time of K admin calls on both drivers
-#    is printed (information, never asserted; off by default, it is slow under TCG).
-# 2. Admin timeout (no I/O in flight, see below): an Asynchronous Event Request
-#    (held by QEMU's controller until an event happens) is sent with a 500 ms timeout on both
-#    drivers. Both must fail the same way (the C driver: nvme_timeout() for the admin queue
+#    rnvme's debugfs counters (rnvme/rnvme<C>/admin) count N more irq_completions. Then the
+#    round trip of K admin ioctls (admin-latency.c; K = rnvme_admin_latency on the kernel
+#    command line, default 200, 0 skips it) on both drivers, pinned to each CPU in turn, so the
+#    waiter is woken once on the interrupt's CPU and once on the other: `admin-latency` lines
+#    (information, never asserted: a time under TCG).
+# 2. Admin timeout: an Asynchronous Event Request (held by QEMU's controller until an event
+#    happens) is sent with a 500 ms timeout on both drivers, on rnvme while fio writes on its
+#    disk. Both must fail the same way (the C driver: nvme_timeout() for the admin queue
 #    cancels it, nvme_execute_rq() returns -EINTR) and both reset their controller; for rnvme the
 #    kernel log must say so ("resetting the controller after an admin command timeout", "controller
-#    reset N done"), the debugfs counter resets_after_admin_timeout must rise by one, admin
-#    commands must work again (by interrupt), a new
-#    fio verify must pass, and rmmod must work (the harness fails on any kernel report; the
-#    debug kernel's kmemleak scan and DMA-API debugging see a leaked or mapped buffer).
+#    reset N done"), the debugfs counters resets_after_admin_timeout and
+#    queues_deleted_before_disable must rise by one (the I/O queues are deleted before the
+#    disable, as nvme_dev_disable() does: without that QEMU 7.2 itself crashed here, see below),
+#    the fio run must end without an error (its requests cancelled by the reset are sent again),
+#    admin commands must work again (by interrupt), a new fio verify must pass, and rmmod must
+#    work (the harness fails on any kernel report; the debug kernel's kmemleak scan and DMA-API
+#    debugging see a leaked or mapped buffer).
 . /lib/rnvme/lib.sh
 
 ko=/lib/modules/extra/rnvme.ko
@@ -77,30 +82,44 @@ interrupt_check() {
 }
 interrupt_check admin-by-interrupt
 
-# Latency of K admin calls on each driver (nvme-cli started each time: mostly process start-up
-# under TCG; the difference is the wait for the completion). Information only.
-k=${rnvme_admin_latency:-0}
-latency() { # NAME CTRL
-    _t0=$(awk '{ print int($1 * 100) }' /proc/uptime)
-    _f=$(admin_calls "$2" "$k")
-    _t1=$(awk '{ print int($1 * 100) }' /proc/uptime)
-    echo "admin-latency $1: $k get-feature calls in $(( (_t1 - _t0) * 10 )) ms ($(( (_t1 - _t0) * 100 / k )) us each), $_f failed, load $(cut -d' ' -f1-3 /proc/loadavg)"
-}
-if [ "$k" -gt 0 ] 2>/dev/null; then
-    latency rnvme "$rctrl"
-    latency nvme "$cctrl"
+# Round trip of K admin ioctls per driver and CPU, each timed alone (admin-latency.c); the
+# admin queue's interrupt is vector 0's, on the CPU its effective affinity names. Information.
+k=${rnvme_admin_latency:-200}
+if [ "$k" -gt 0 ] 2>/dev/null && command -v admin-latency > /dev/null; then
+    cirq0=$(nvme_irqs "$cb" | head -1)
+    echo "admin-latency: interrupt CPU rnvme $(cat /proc/irq/$irq0/effective_affinity_list)," \
+        "nvme $(cat /proc/irq/$cirq0/effective_affinity_list); load $(cut -d' ' -f1-3 /proc/loadavg)"
+    for cpu in $(seq 0 $(($(nproc) - 1))); do
+        for dev in "$rctrl" "$cctrl"; do
+            echo "admin-latency cpu$cpu $(taskset -c "$cpu" admin-latency "$dev" "$k" 2>&1)"
+        done
+    done
 fi
 
 # ---- admin command timeout -> controller reset -----------------------------------------------
 resets_done() { dmesg | grep -c "rnvme.*controller reset [0-9]* done"; }
 after_timeout() { dmesg | grep -c "resetting the controller after an admin command timeout"; }
 r0=$(ctr resets_after_admin_timeout); t0=$(ctr timeouts); d0=$(resets_done); a0=$(after_timeout)
-# Without I/O in flight: in the CI rehearsal of 2026-11-24 the same timeout while fio wrote on
-# the disk made QEMU 7.2 itself crash (qemu-system-x86_64 SIGSEGV during the controller disable,
-# with the Asynchronous Event Request and I/O outstanding); a reset under I/O load is tested by
-# 20-rnvme-basic (cleared bus mastering) and 72-fault-timeout-real (throttled device).
+q0=$(ctr queues_deleted_before_disable)
+# Under I/O: fio writes (QD 16, two jobs) while the command times out, so the disable meets
+# commands in the I/O queues. Before rnvme deleted its I/O queues first, QEMU 7.2 segfaulted in
+# about one such timeout in twenty (nvme_ctrl_reset() in hw/nvme/ctrl.c frees requests whose
+# I/O is still running; rnvme/driver/delete_queues.rs, tests/qemu/README.md).
+fio --name=aer-load --filename=/dev/$rd --direct=1 --bs=4k --size=32M --offset=64M \
+    --ioengine=io_uring --iodepth=16 --numjobs=2 --rw=randwrite --time_based --runtime=4 \
+    > /tmp/aer-fio.out 2>&1 &
+fpid=$!
+sleep 1
 timeout 60 nvme admin-passthru "$rctrl" --opcode=0x0c --timeout=500 > /tmp/aer-r.out 2>&1
 rrc=$?
+wait "$fpid"
+frc=$?
+grep -E 'err=|^ +WRITE: ' /tmp/aer-fio.out | sed 's/^/aer fio: /'
+if [ "$frc" = 0 ] && ! grep -qE 'err= *[1-9]' /tmp/aer-fio.out; then
+    pass "admin-timeout-under-io (fio exit 0, no I/O error across the reset)"
+else
+    fail "admin-timeout-under-io (fio exit $frc)"; cat /tmp/aer-fio.out
+fi
 if [ -e /sys/kernel/debug/kmemleak ]; then
     # Debug kernel: the C driver's side is left out. Its admin timeout freezes the namespaces'
     # queues from blk-mq's timeout work (nvme_timeout() -> nvme_dev_disable() ->
@@ -127,6 +146,9 @@ else
     fail "admin-timeout-errno-as-c (rnvme exit $rrc '$mr', nvme exit $crc '$mc')"
 fi
 r1=$(ctr resets_after_admin_timeout); t1=$(ctr timeouts); d1=$(resets_done); a1=$(after_timeout)
+q1=$(ctr queues_deleted_before_disable)
+[ $((q1 - q0)) = 1 ] && pass "admin-timeout-queues-deleted-first (queues_deleted_before_disable $q0 -> $q1)" ||
+    fail "admin-timeout-queues-deleted-first (queues_deleted_before_disable $q0 -> $q1)"
 [ $((t1 - t0)) = 1 ] && pass "admin-timeout-counted" || fail "admin-timeout-counted (timeouts $t0 -> $t1)"
 [ $((r1 - r0)) = 1 ] && [ $((a1 - a0)) = 1 ] && [ $((d1 - d0)) -ge 1 ] &&
     pass "admin-timeout-reset (resets_after_admin_timeout $r0 -> $r1, log: $((a1 - a0)) started, $((d1 - d0)) done)" ||
