@@ -316,8 +316,9 @@ impl Admin {
         self.recoverable.store(on, Ordering::Release);
     }
 
-    /// Records that the controller has I/O queue pairs 1 to `n` (set once they are created;
-    /// a reset creates the same ones again).
+    /// Records that the controller has I/O queue pairs 1 to `n` for a reset to delete before it
+    /// disables (set once they are created, and a reset creates the same ones again; 0 with the
+    /// module parameter `delete_queues_before_disable=0`).
     pub(crate) fn set_io_queues(&self, n: u16) {
         self.io_queues.store(n, Ordering::Release);
     }

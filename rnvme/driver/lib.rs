@@ -12,7 +12,10 @@
 //! `sgl_threshold` (average segment size from which SGLs are used, 0: never),
 //! `queue_depth` (entries per I/O submission queue), `shadow_doorbells` (Doorbell Buffer Config
 //! when the controller has it), `defer_cq_doorbell` (completion queues twice as deep, their head
-//! doorbell written once per many completions; MSI-X and poll queues), and the premap knobs.
+//! doorbell written once per many completions; MSI-X and poll queues),
+//! `delete_queues_before_disable` (a reset deletes the I/O queues of a controller that still
+//! answers before it disables it, as the C driver; 0 only to show the QEMU 7.2 crash that this
+//! avoids, `scripts/qemu-nvme-reset-race.sh`), and the premap knobs.
 //!
 //! Structure: [`ctrl`] brings a controller up and down, [`admin`] runs admin commands,
 //! [`queue`] is one queue pair, [`io`] the blk-mq operations, [`dptr`] the data pointers. All
@@ -64,6 +67,8 @@ pub(crate) struct Params {
     pub(crate) shadow_doorbells: bool,
     /// Defer completion queue head doorbells (deeper completion queues).
     pub(crate) defer_cq_doorbell: bool,
+    /// Delete the I/O queues of a controller that still answers before a reset disables it.
+    pub(crate) delete_queues_before_disable: bool,
 }
 
 /// `io_queues`, stored at load time before the driver is registered.
@@ -78,6 +83,8 @@ static QUEUE_DEPTH: AtomicU32 = AtomicU32::new(256);
 static SHADOW_DOORBELLS: AtomicU32 = AtomicU32::new(1);
 /// `defer_cq_doorbell`, stored at load time before the driver is registered.
 static DEFER_CQ_DOORBELL: AtomicU32 = AtomicU32::new(1);
+/// `delete_queues_before_disable`, stored at load time before the driver is registered.
+static DELETE_QUEUES_BEFORE_DISABLE: AtomicU32 = AtomicU32::new(1);
 
 /// The parameters as read at load time.
 fn params() -> Params {
@@ -88,6 +95,7 @@ fn params() -> Params {
         queue_depth: QUEUE_DEPTH.load(Ordering::Relaxed),
         shadow_doorbells: SHADOW_DOORBELLS.load(Ordering::Relaxed) != 0,
         defer_cq_doorbell: DEFER_CQ_DOORBELL.load(Ordering::Relaxed) != 0,
+        delete_queues_before_disable: DELETE_QUEUES_BEFORE_DISABLE.load(Ordering::Relaxed) != 0,
     }
 }
 
@@ -130,16 +138,20 @@ impl kernel::Module for RnvmeModule {
         if let Some(v) = param_uint(module, c_str!("defer_cq_doorbell")) {
             DEFER_CQ_DOORBELL.store(v, Ordering::Relaxed);
         }
+        if let Some(v) = param_uint(module, c_str!("delete_queues_before_disable")) {
+            DELETE_QUEUES_BEFORE_DISABLE.store(v, Ordering::Relaxed);
+        }
         passthru::load_premap_params(module);
         let p = params();
         pr_info!(
-            "loaded (io_queues={}, poll_queues={}, sgl_threshold={}, queue_depth={}, shadow_doorbells={}, defer_cq_doorbell={})\n",
+            "loaded (io_queues={}, poll_queues={}, sgl_threshold={}, queue_depth={}, shadow_doorbells={}, defer_cq_doorbell={}, delete_queues_before_disable={})\n",
             p.io_queues,
             p.poll_queues,
             p.sgl_threshold,
             p.queue_depth,
             u32::from(p.shadow_doorbells),
-            u32::from(p.defer_cq_doorbell)
+            u32::from(p.defer_cq_doorbell),
+            u32::from(p.delete_queues_before_disable)
         );
         Ok(Self {
             _reg: pci::Registration::new()?,

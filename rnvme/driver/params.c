@@ -33,6 +33,11 @@ module_param(defer_cq_doorbell, uint, 0444);
 MODULE_PARM_DESC(defer_cq_doorbell,
 		 "Completion queues deeper than their submission queues, head doorbell written once per many completions (MSI-X and poll queues; 0: after every interrupt, as the C driver)");
 
+static unsigned int delete_queues_before_disable = 1;
+module_param(delete_queues_before_disable, uint, 0444);
+MODULE_PARM_DESC(delete_queues_before_disable,
+		 "Delete the I/O queues of a controller that still answers before a reset disables it, as the C driver (0: disable at once; QEMU 7.2 can crash then, scripts/qemu-nvme-reset-race.sh)");
+
 static unsigned int premap = 1;
 module_param(premap, uint, 0444);
 MODULE_PARM_DESC(premap,
