@@ -87,8 +87,9 @@ pub(crate) struct RqShared {
     aborted: AtomicBool,
     /// User passthrough command and its completion (`passthru`).
     pub(crate) pt: crate::passthru::RqPassthru,
-    /// This submission was cancelled by a controller reset (`nvme_cancel_request()`): the
-    /// completion decides whether the request is sent again.
+    /// This submission was cancelled by a controller reset (`nvme_cancel_request()`), or the
+    /// controller aborted it because a reset deleted its queue: the completion decides whether
+    /// the request is sent again.
     cancelled: AtomicBool,
     /// Times the request was sent again after a cancellation (`nvme_req(rq)->retries`); back to
     /// 0 when the request ends.
@@ -438,6 +439,11 @@ impl IoOps {
                 };
                 rq.shared().pt.completed(d.status, d.result);
                 let status = nvme::BlkStatus::from_nvme(d.status);
+                if d.status.aborted_by_sq_deletion() {
+                    // A reset deleted the queue before its disable (`delete_queues.rs`): the
+                    // request is sent again as one the reset cancelled (`complete`).
+                    rq.shared().cancelled.store(true, Ordering::Relaxed);
+                }
                 if rq.should_fake_timeout() {
                     // Fault injection: drop the completion; the timeout handler ends the
                     // request (the command is no longer in flight).

@@ -30,6 +30,29 @@ impl Status {
     /// Command Aborted By Host (path related status, `NVME_SC_HOST_ABORTED_CMD`): what a
     /// cancelled command completes with (`nvme_cancel_request()`); not DNR, so it is retried.
     pub const HOST_ABORTED: Self = Self::from_code(0x371);
+
+    /// Command Aborted due to SQ Deletion (generic status 0x08, `NVME_SC_ABORT_QUEUE`): how a
+    /// controller completes the commands of a submission queue that a reset deletes before it
+    /// disables the controller (`delete_queues_before_disable`).
+    pub const SQ_DELETION_ABORTED: Self = Self::from_code(0x008);
+
+    /// Whether the command was aborted because its submission queue was deleted, and may be
+    /// retried (not DNR): a command of a reset, sent again as one the host cancelled
+    /// ([`Status::HOST_ABORTED`]) is.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use nvme::Status;
+    /// assert!(Status::SQ_DELETION_ABORTED.aborted_by_sq_deletion());
+    /// assert!(Status::from_code(0x1008).aborted_by_sq_deletion());  // CRD set
+    /// assert!(!Status::from_code(0x4008).aborted_by_sq_deletion()); // DNR
+    /// assert!(!Status::from_code(0x108).aborted_by_sq_deletion());  // command specific 0x08
+    /// assert!(!Status::HOST_ABORTED.aborted_by_sq_deletion());
+    /// ```
+    pub const fn aborted_by_sq_deletion(self) -> bool {
+        self.sct_sc() == Self::SQ_DELETION_ABORTED.sct_sc() && !self.dnr()
+    }
 }
 
 /// The state of a controller (the subset of `enum nvme_ctrl_state` rnvme uses).
