@@ -89,6 +89,9 @@ pub struct SimController {
     pub(crate) sqs: BTreeMap<u16, DevSq>,
     pub(crate) cqs: BTreeMap<u16, DevCq>,
     pub(crate) pending: Vec<PendingCqe>,
+    /// The last head of each deleted submission queue, reported by the completions of its
+    /// commands posted after the deletion.
+    pub(crate) deleted_sq_heads: BTreeMap<u16, u16>,
     /// Queue pairs granted by the last Number of Queues (0 before).
     pub granted: u16,
     rng: u64,
@@ -104,6 +107,9 @@ pub struct SimController {
     /// stay unposted) once this many I/O commands were executed in total, until it is
     /// disabled: a disable (controller reset) cures the hang.
     pub hang_after_io: Option<u64>,
+    /// With `hang_after_io`: only the I/O queues stop (their commands stay unfetched); the
+    /// admin queue goes on (a controller whose back end stalls, as QEMU's under a throttle).
+    pub hang_io_only: bool,
     /// Admin commands with this opcode are fetched but never completed (as QEMU's controller
     /// holds an Asynchronous Event Request until an event happens): their waiter times out.
     /// A disable drops them with the queues.
@@ -126,12 +132,14 @@ impl SimController {
             sqs: BTreeMap::new(),
             cqs: BTreeMap::new(),
             pending: Vec::new(),
+            deleted_sq_heads: BTreeMap::new(),
             granted: 0,
             injected: 0,
             injected_hidden: 0,
             bad_doorbells: 0,
             executed: (0, 0),
             hang_after_io: None,
+            hang_io_only: false,
             hold_admin: None,
         }
     }
@@ -159,11 +167,12 @@ impl SimController {
             self.sqs.clear();
             self.cqs.clear();
             self.pending.clear();
+            self.deleted_sq_heads.clear();
             self.regs.take_doorbells();
             self.hang_after_io = None;
             return;
         }
-        if self.hang_after_io.is_some_and(|n| self.executed.1 >= n) {
+        if !self.hang_io_only && self.hang_after_io.is_some_and(|n| self.executed.1 >= n) {
             return;
         }
         if !self.regs.ready() {
@@ -256,7 +265,10 @@ impl SimController {
 
     /// SQ head to report for `sqid`.
     fn sq_head(&self, sqid: u16) -> u16 {
-        self.sqs.get(&sqid).map_or(0, |s| s.head as u16)
+        self.sqs.get(&sqid).map_or_else(
+            || self.deleted_sq_heads.get(&sqid).copied().unwrap_or(0),
+            |s| s.head as u16,
+        )
     }
 
     /// Writes one completion entry with explicit fields; returns false if the CQ is full or

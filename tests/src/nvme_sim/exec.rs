@@ -30,6 +30,8 @@ pub mod sc {
     pub const CQ_INVALID: u16 = 0x100;
     /// Do Not Retry bit (in the status without the phase tag).
     pub const DNR: u16 = 0x4000;
+    /// Command Aborted due to SQ Deletion (generic).
+    pub const SQ_DELETION: u16 = 0x08;
 }
 
 /// The completion a command produces.
@@ -165,6 +167,7 @@ impl SimController {
                     return fail(sc::QUEUE_SIZE);
                 }
                 let base = qw(cmd, 6);
+                self.deleted_sq_heads.remove(&qid);
                 self.sqs.insert(
                     qid,
                     DevSq {
@@ -179,12 +182,30 @@ impl SimController {
             }
             0x00 => {
                 let qid = (d10 & 0xffff) as u16;
-                if qid == 0 || self.sqs.remove(&qid).is_none() {
+                if qid == 0 {
                     return fail(sc::QID_INVALID);
                 }
-                // Commands still queued for it are dropped with it (aborted without completion
-                // here; the host deletes queues only when idle).
-                self.pending.retain(|p| p.sqid != qid);
+                let Some(sq) = self.sqs.remove(&qid) else {
+                    return fail(sc::QID_INVALID);
+                };
+                // Every command it still holds completes before the deletion does (NVMe Base
+                // Specification, Delete I/O Submission Queue): those executed post their own
+                // status (already pending); those not fetched yet are aborted, Command Aborted
+                // due to SQ Deletion. Their entries report the queue's last head, its tail.
+                let mut head = sq.head;
+                while head != sq.tail {
+                    let mut c = [0u8; 64];
+                    bus.read(sq.base + u64::from(head) * 64, &mut c);
+                    self.pending.push(super::ctrl::PendingCqe {
+                        cqid: sq.cqid,
+                        sqid: qid,
+                        cid: u16::from_le_bytes([c[2], c[3]]),
+                        status: sc::SQ_DELETION,
+                        result: 0,
+                    });
+                    head = (head + 1) % sq.size;
+                }
+                self.deleted_sq_heads.insert(qid, sq.tail as u16);
                 ok(0)
             }
             0x04 => {
@@ -195,6 +216,8 @@ impl SimController {
                 if self.cqs.remove(&qid).is_none() {
                     return fail(sc::QID_INVALID);
                 }
+                // Entries it could not take any more are gone with it.
+                self.pending.retain(|p| p.cqid != qid);
                 ok(0)
             }
             // Abort: "command not aborted" (result bit 0 set), as many controllers answer.
