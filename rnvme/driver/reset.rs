@@ -10,9 +10,10 @@
 //! C header: [`include/linux/blk-mq.h`](srctree/include/linux/blk-mq.h)
 //!
 //! The sequence and its states are `nvme::recovery`'s: Live (or ResetPending: the controller was
-//! disabled by a timed-out admin command, which left the reset owed) -> Resetting, quiesce every queue of
-//! the tag set, delete the I/O queues if the controller still answers (`delete_queues.rs`, as
-//! `nvme_dev_disable()`), disable the controller (bounded by CAP.TO), cancel every command in flight
+//! disabled by a timed-out admin command, which left the reset owed) -> Resetting, quiesce every
+//! queue of the tag set, delete the I/O queues if the controller still answers
+//! (`delete_queues.rs`, as `nvme_dev_disable()`; the commands it aborts for that are sent again
+//! as cancelled ones), disable the controller (bounded by CAP.TO), cancel every command in flight
 //! (each request completes as host-aborted and is requeued, `nvme::decide_disposition`, at most
 //! `nvme::MAX_RETRIES` times), empty the rings, enable the controller on the same admin queue,
 //! ask for the same number of queues, create the I/O queues again (and give the controller the

@@ -6,8 +6,8 @@
 //! are sent again like cancelled ones), disable bounded by CAP.TO, every command still in flight
 //! cancelled as host-aborted and sent again per `decide_disposition`, enable, queues again,
 //! Live), possibly hanging again after each reset (its admin queue stalled too, or only its I/O
-//! queue), and either coming back or never becoming ready again. Checked against a model: every request
-//! ends exactly once, none is sent more than `MAX_RETRIES + 1` times, a request that succeeded
+//! queue), and either coming back or never becoming ready again. Checked against a model: every
+//! request ends exactly once, none is sent more than `MAX_RETRIES + 1` times, a request that succeeded
 //! has its data on the namespace, a request fails only if its retries ran out or the controller
 //! died, every state change is one `CtrlState::can_become` allows, and everything is bounded.
 
