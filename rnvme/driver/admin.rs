@@ -229,8 +229,8 @@ pub(crate) struct Admin {
     irq: AtomicBool,
     /// Held by whoever runs admin commands (one at a time on tag 0).
     lock: SleepLock<()>,
-    /// The I/O queue pairs created on the controller: queue ids 1 to this.
-    io_queues: AtomicU16,
+    /// The I/O queue pairs a reset deletes before it disables: queue ids 1 to this (0: none).
+    deletable_queues: AtomicU16,
 }
 
 /// The admin queue held by one caller: its commands run one after another, nobody else's in
@@ -280,7 +280,7 @@ impl Admin {
             recoverable: AtomicBool::new(false),
             irq: AtomicBool::new(false),
             lock: SleepLock::new(())?,
-            io_queues: AtomicU16::new(0),
+            deletable_queues: AtomicU16::new(0),
         })
     }
 
@@ -316,16 +316,16 @@ impl Admin {
         self.recoverable.store(on, Ordering::Release);
     }
 
-    /// Records that the controller has I/O queue pairs 1 to `n` for a reset to delete before it
-    /// disables (set once they are created, and a reset creates the same ones again; 0 with the
-    /// module parameter `delete_queues_before_disable=0`).
-    pub(crate) fn set_io_queues(&self, n: u16) {
-        self.io_queues.store(n, Ordering::Release);
+    /// Records that a reset deletes I/O queue pairs 1 to `n` before it disables (set once they
+    /// are created, and a reset creates the same ones again; 0 with the module parameter
+    /// `delete_queues_before_disable=0`).
+    pub(crate) fn set_deletable_queues(&self, n: u16) {
+        self.deletable_queues.store(n, Ordering::Release);
     }
 
-    /// The I/O queue pairs on the controller: queue ids 1 to this.
-    pub(crate) fn io_queues(&self) -> u16 {
-        self.io_queues.load(Ordering::Acquire)
+    /// The I/O queue pairs a reset deletes before it disables: queue ids 1 to this (0: none).
+    pub(crate) fn deletable_queues(&self) -> u16 {
+        self.deletable_queues.load(Ordering::Acquire)
     }
 
     /// The controller state.

@@ -289,14 +289,14 @@ impl Controller {
             queues.push(q, GFP_KERNEL)?;
         }
 
-        // Every queue pair exists now (ids 1 to n): a reset deletes them before it disables
-        // (unless the parameter says not to: then the deletion finds none to delete).
+        // Every queue pair exists now (ids 1 to n): a reset deletes them before it disables,
+        // unless the parameter says not to.
         let deletable = if params.delete_queues_before_disable {
             queues.len() as u16
         } else {
             0
         };
-        admin.set_io_queues(deletable);
+        admin.set_deletable_queues(deletable);
 
         let shadow = if params.shadow_doorbells && idc.supports_dbbuf() {
             setup_shadow_doorbells(dev, &admin, &dbs, &queues)

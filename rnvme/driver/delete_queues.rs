@@ -39,7 +39,7 @@ impl Session<'_> {
     /// whether every queue was deleted. Process context, before the controller is disabled.
     pub(crate) fn delete_io_queues(&self) -> bool {
         let a = self.admin();
-        let n = a.io_queues();
+        let n = a.deletable_queues();
         let csts = nvme::Csts::from_raw(BarRegs(a.bar()).read32(REG_CSTS));
         if n == 0 || !nvme::delete_queues_before_disable(csts) {
             return false;
