@@ -315,6 +315,7 @@ impl Controller {
                 queue_request: request,
                 resets: AtomicU32::new(0),
                 sgls: idc.supports_sgls(),
+                meta_sgls: idc.supports_metadata_sgls(),
                 one_iova: dev.dma_uses_iommu(),
                 sgl_threshold: params.sgl_threshold,
                 batch_stats: crate::batch_stats::BatchStats::new(instance.0)?,

@@ -16,19 +16,26 @@
 //! a list to `nvme::PRP_MAX_LIST_PAGES` (5) pages (`NVME_MAX_NR_ALLOCATIONS`), held by the
 //! command in a fixed array ([`ListPages`]) until it completes. Debugfs
 //! `rnvme/rnvme<C>/prp` counts lists, chained lists, list pages (live ones too), commands
-//! above 2 MiB and requests mapped by one scatterlist call (behind an IOMMU, `io::RqOwned`).
+//! above 2 MiB, requests mapped by one scatterlist call (behind an IOMMU, `io::RqOwned`) and
+//! commands described by an SGL (one descriptor, or a list).
 //!
-//! With a controller that supports SGLs and requests whose average segment is large
-//! (`nvme_pci_use_sgls()`, `nvme::SglPolicy`), [`build_sgl`] describes the segments instead: one
+//! With a controller that supports SGLs, [`build_sgl`] describes the segments instead: one
 //! inline Data Block descriptor, or a Last Segment descriptor pointing at a pool page of Data
-//! Block descriptors (`nvme_pci_setup_sgls()`); SGLs have no alignment rules.
+//! Block descriptors (`nvme_pci_setup_sgls()`); SGLs have no alignment rules. Which form a
+//! request gets is `nvme_map_data()`'s choice (`nvme::SglPolicy::layout`, [`build_layout`]):
+//! one segment within two controller pages PRP1/PRP2, another single segment one SGL
+//! descriptor, other requests SGLs when their average segment is large (`nvme_pci_use_sgls()`)
+//! or they are user passthrough commands.
 
 use kernel::{c_str, prelude::*, sync::Arc};
 use kernel_glue::{
     debugfs::DebugCounters,
     dma::{DmaPool, MappedSegment, PoolBlock},
 };
-use nvme::{DataPointer, DmaSegment, PrpListLayout, SglDescriptor, NVME_CTRL_PAGE_SIZE};
+use nvme::{
+    DataLayout, DataPointer, DmaSegment, PrpListLayout, SglDescriptor, SglPolicy,
+    NVME_CTRL_PAGE_SIZE,
+};
 
 /// Most list pages of one command (`NVME_MAX_NR_ALLOCATIONS`).
 const MAX_LIST_PAGES: usize = nvme::PRP_MAX_LIST_PAGES;
@@ -38,13 +45,15 @@ const MAX_LIST_PAGES: usize = nvme::PRP_MAX_LIST_PAGES;
 const ONE_PAGE_LIST_BYTES: u64 = 2 * 1024 * 1024;
 
 /// Counter names of debugfs `rnvme/rnvme<C>/prp`, in [`Counter`] order.
-static NAMES: [&kernel::str::CStr; 6] = [
+static NAMES: [&kernel::str::CStr; 8] = [
     c_str!("prp_lists"),
     c_str!("prp_chained"),
     c_str!("list_pages"),
     c_str!("list_pages_live"),
     c_str!("io_over_2mib"),
     c_str!("sg_maps"),
+    c_str!("sgl_simple"),
+    c_str!("sgl_lists"),
 ];
 
 /// The counters of debugfs `rnvme/rnvme<C>/prp`.
@@ -62,6 +71,10 @@ enum Counter {
     Over2Mib = 4,
     /// Requests whose segments were mapped by one `dma_map_sg_attrs()` (behind an IOMMU).
     SgMaps = 5,
+    /// Commands whose data is one SGL Data Block descriptor in the command.
+    SglSimple = 6,
+    /// Commands whose data is an SGL list (a Last Segment descriptor pointing at a page).
+    SglLists = 7,
 }
 
 /// The PRP list counters of one controller (debugfs `rnvme/rnvme<C>/prp`).
@@ -205,10 +218,60 @@ fn dma_segs(segs: &[MappedSegment]) -> impl Iterator<Item = DmaSegment> + '_ {
     segs.iter().map(|s| DmaSegment::new(s.addr, s.len))
 }
 
+/// The form `nvme_map_data()` gives a request of `bytes` whose data is mapped into `segs`:
+/// `nr_phys_segments` is its physical segment count (`blk_rq_nr_phys_segments()`), and with one
+/// the single-segment forms are tried first (`nvme::SglPolicy::layout`).
+#[inline]
+pub(crate) fn layout_of(
+    policy: &SglPolicy,
+    nr_phys_segments: u16,
+    bytes: u32,
+    segs: &[MappedSegment],
+) -> DataLayout {
+    let single = match segs {
+        [one] if nr_phys_segments == 1 => Some((one.addr, one.len)),
+        _ => None,
+    };
+    let nseg = u32::try_from(segs.len()).unwrap_or(u32::MAX);
+    policy.layout(single, u64::from(bytes), nseg)
+}
+
+/// Builds the data pointer of `segs` in the form `layout` (`nvme::SglPolicy::layout`); list
+/// pages, if needed, come from `pool` and are stored in `lists`, as [`build`] and [`build_sgl`]
+/// do. A simple layout given other than one segment is built as the general one of its kind.
+/// A single segment that the PRP rules refuse (not dword aligned) is built by [`build`], which
+/// refuses it too (`EINVAL`): the C driver would hand such a PRP1 to the controller.
+#[inline]
+pub(crate) fn build_layout(
+    layout: DataLayout,
+    segs: &[MappedSegment],
+    pool: &Arc<DmaPool>,
+    stats: &Arc<PrpStats>,
+    lists: &mut Option<ListPages>,
+) -> Result<DataPointer> {
+    match (layout, segs) {
+        (DataLayout::PrpSimple | DataLayout::Prps, _) => build(segs, pool, stats, lists),
+        (DataLayout::SglSimple | DataLayout::Sgls, _) => {
+            let dp = build_sgl(segs, pool, lists)?;
+            let c = if segs.len() == 1 {
+                Counter::SglSimple
+            } else {
+                Counter::SglLists
+            };
+            stats.add(c, 1);
+            Ok(dp)
+        }
+    }
+}
+
 /// Builds the PRPs of `segs` (`nvme::plan_prps_iter` checks the PRP rules); list pages, if
 /// needed, come from `pool` and are stored in `lists` (they must stay allocated until the
 /// command completes). `lists` is written in place, not returned: the table is 128 bytes,
 /// and most I/O needs no page (`lists` is then left as it is).
+///
+/// Inline: the common case, one segment in at most two controller pages, is a few
+/// instructions in the caller; everything else is [`build_list`]'s, out of line.
+#[inline]
 pub(crate) fn build(
     segs: &[MappedSegment],
     pool: &Arc<DmaPool>,
@@ -222,6 +285,18 @@ pub(crate) fn build(
             return Ok(DataPointer::prp(prp1, prp2));
         }
     }
+    build_list(segs, pool, stats, lists)
+}
+
+/// [`build`] for segments that need more than PRP1 and PRP2 of one segment: a list page, or
+/// the PRP rules checked across several segments.
+#[inline(never)]
+fn build_list(
+    segs: &[MappedSegment],
+    pool: &Arc<DmaPool>,
+    stats: &Arc<PrpStats>,
+    lists: &mut Option<ListPages>,
+) -> Result<DataPointer> {
     // Else the entries go straight into a list page in one pass over the segments
     // (`nvme::prp_fill` checks every rule and counts the entries, also those past the page):
     // no pass to count them first. A list that fits one page (transfers up to 2 MiB) is

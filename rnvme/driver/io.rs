@@ -60,6 +60,9 @@ pub(crate) struct IoData {
     pub(crate) resets: AtomicU32,
     /// The controller supports SGLs (Identify Controller SGLS).
     pub(crate) sgls: bool,
+    /// The controller takes metadata by SGL (SGLS bit 19): user passthrough commands use SGLs
+    /// (`nvme::SglPolicy::metadata_sgls`, as `nvme_pci_metadata_use_sgls()`).
+    pub(crate) meta_sgls: bool,
     /// Streaming mappings go through an IOMMU: a request of several segments is mapped by one
     /// call into one IOVA range ([`SgMapping`]), not one call (and range) per segment.
     pub(crate) one_iova: bool,
@@ -222,6 +225,7 @@ impl IoOps {
                     Direction::FromDevice
                 };
                 let (segs, lists) = res.map(data, rq, dir).map_err(prep_status)?;
+                // No integrity data: metadata never goes by SGL for block requests.
                 let policy = SglPolicy {
                     ctrl_supports_sgls: data.sgls,
                     admin_queue: false,
@@ -229,13 +233,9 @@ impl IoOps {
                     passthrough: false,
                     sgl_threshold: data.sgl_threshold,
                 };
-                let nseg = u32::try_from(segs.len()).unwrap_or(u32::MAX);
-                let dptr = if policy.use_sgls(u64::from(rq.bytes()), nseg) {
-                    dptr::build_sgl(segs, &data.pool, lists)
-                } else {
-                    dptr::build(segs, &data.pool, &data.prp_stats, lists)
-                }
-                .map_err(prep_status)?;
+                let layout = dptr::layout_of(&policy, rq.nr_phys_segments(), rq.bytes(), segs);
+                let dptr = dptr::build_layout(layout, segs, &data.pool, &data.prp_stats, lists)
+                    .map_err(prep_status)?;
                 *cmd = if write {
                     SubmissionEntry::write(ns.nsid, slba, blocks, rq.is_fua(), dptr)
                 } else {

@@ -154,6 +154,7 @@ pub(crate) fn trimmed(s: &[u8]) -> &[u8] {
 /// assert!(id.supports_dbbuf());
 /// assert_eq!((id.serial(), id.cntlid(), id.nn(), id.mdts()), (&b"SN42"[..], 3, 2, 5));
 /// assert!(id.supports_dsm() && id.supports_write_zeroes() && id.volatile_write_cache() && id.supports_sgls());
+/// assert!(!id.supports_metadata_sgls());
 /// assert_eq!(id.max_hw_sectors(Cap::from_raw(0)), 256);
 /// b[512] = 0x77;                               // requires 128-byte SQ entries
 /// assert!(IdentifyController::parse(&b).is_err());
@@ -297,6 +298,13 @@ impl IdentifyController {
     /// SGLs are supported for NVM commands (SGLS bits 1:0 non-zero).
     pub const fn supports_sgls(&self) -> bool {
         self.sgls & 3 != 0
+    }
+
+    /// Metadata may be described by an SGL (SGLS bit 19, `NVME_CTRL_SGLS_MSDS`): then the C
+    /// driver describes the data of every user passthrough command by SGLs too
+    /// (`nvme_pci_metadata_use_sgls()` in `drivers/nvme/host/pci.c`).
+    pub const fn supports_metadata_sgls(&self) -> bool {
+        self.sgls & (1 << 19) != 0
     }
 
     /// The transfer limit in 512-byte sectors from MDTS and CAP.MPSMIN, capped at the driver's

@@ -86,6 +86,7 @@ mod cid;
 mod cid_shared;
 mod cmd;
 mod cq;
+mod data_layout;
 mod dbbuf;
 mod dma_tag;
 mod dptr;
@@ -119,6 +120,7 @@ pub use cid::{make_cid, split_cid, CidError, CidTable, CID_TAG_BITS, MAX_TAGS};
 pub use cid_shared::SharedCidTable;
 pub use cmd::{CompletionEntry, DataPointer, SubmissionEntry, CQE_SIZE, SQE_SIZE};
 pub use cq::{Completion, CompletionMemory, CompletionQueue, CqError};
+pub use data_layout::DataLayout;
 pub use dbbuf::{
     dbbuf_need_event, DbbufError, DbbufLayout, ShadowDoorbell, ShadowMemory, DBBUF_BYTES,
 };

@@ -126,6 +126,10 @@ impl RqOwned {
     /// `ENOSPC` for more than [`MAX_SEGS`] segments, `ENOMEM` without memory for the heap
     /// table, `EIO` when the DMA API refuses a segment or a bio's table does not hold what its
     /// iterator says. Whatever was mapped stays in `self` (unmapped when it drops).
+    ///
+    /// Inline: the one-entry case is a few instructions in the caller (`prep`); every other
+    /// request goes to [`RqOwned::map_segments`], out of line.
+    #[inline(always)]
     pub(crate) fn map(
         &mut self,
         data: &IoData,
@@ -136,18 +140,31 @@ impl RqOwned {
             // Mapped already (the contract says none is): refused, never replaced.
             return Err(EINVAL);
         }
-        if let Some(seg) = rq.single_segment() {
-            // Filled in place (`Held::get_or_insert_with`: no drop call for the empty value).
-            let m = self.inline.get_or_insert_with(|| {
-                // SAFETY: `self` lives only in a request's owned state (type invariant), which
-                // never outlives the tag set's data (`Operations::Owned`), and `data` is that
-                // data, which holds the device.
-                unsafe { Mapping::new_unheld(&data.dev, dir) }
-            });
-            // SAFETY: as in `map_data`: the request's data, kept until it ends; the mapping is
-            // dropped before.
-            unsafe { m.map(&seg) }?;
-        } else if data.one_iova {
+        let Some(seg) = rq.single_segment() else {
+            return self.map_segments(data, rq, dir);
+        };
+        // Filled in place (`Held::get_or_insert_with`: no drop call for the empty value).
+        let m = self.inline.get_or_insert_with(|| {
+            // SAFETY: `self` lives only in a request's owned state (type invariant), which
+            // never outlives the tag set's data (`Operations::Owned`), and `data` is that
+            // data, which holds the device.
+            unsafe { Mapping::new_unheld(&data.dev, dir) }
+        });
+        // SAFETY: as in `map_data`: the request's data, kept until it ends; the mapping is
+        // dropped before.
+        unsafe { m.map(&seg) }?;
+        Ok((m.segments(), &mut self.lists))
+    }
+
+    /// [`RqOwned::map`] for a request that is not one `bio_vec` entry (nothing mapped yet).
+    #[inline(never)]
+    fn map_segments(
+        &mut self,
+        data: &IoData,
+        rq: &Request<IoOps>,
+        dir: Direction,
+    ) -> Result<(&[MappedSegment], &mut Option<ListPages>)> {
+        if data.one_iova {
             // Behind an IOMMU: every segment in one IOVA range, mapped by one call (the C
             // driver's `dma_map_sgtable()`), whatever the count.
             let nr = usize::from(rq.nr_phys_segments());

@@ -25,7 +25,8 @@ use kernel_glue::{
     user_rq::{blk_status_errno, UserRequest, UserStatus},
 };
 use nvme::{
-    premap_prps, DataPointer, PremapPrps, Status, SubmissionEntry, TagRange, UserCmd, SQE_SIZE,
+    premap_prps, DataPointer, PremapPrps, SglPolicy, Status, SubmissionEntry, TagRange, UserCmd,
+    SQE_SIZE,
 };
 
 use super::{
@@ -158,9 +159,21 @@ fn prepare_cmd(
             BlkStatus::RESOURCE
         }
     })?;
-    // A user buffer the PRP rules cannot describe (e.g. a segment not ending on a controller
-    // page) fails the command, as `nvme_pci_setup_prps()` does ("Invalid SGL for payload").
-    let dp = dptr::build(segs, &data.pool, &data.prp_stats, lists).map_err(|_| BlkStatus::IOERR)?;
+    // The C driver's choice for a user command (`nvme_map_data()`, `NVME_REQ_USERCMD`): with
+    // SGL support, SGLs whatever the segment size, except a single segment within two
+    // controller pages (PRP1/PRP2). Without it, a buffer the PRP rules cannot describe (e.g. a
+    // segment not ending on a controller page) fails the command, as `nvme_pci_setup_prps()`
+    // does ("Invalid SGL for payload").
+    let policy = SglPolicy {
+        ctrl_supports_sgls: data.sgls,
+        admin_queue: false,
+        metadata_sgls: data.meta_sgls,
+        passthrough: true,
+        sgl_threshold: data.sgl_threshold,
+    };
+    let layout = dptr::layout_of(&policy, rq.nr_phys_segments(), rq.bytes(), segs);
+    let dp = dptr::build_layout(layout, segs, &data.pool, &data.prp_stats, lists)
+        .map_err(|_| BlkStatus::IOERR)?;
     cmd.set_data_pointer(dp);
     Ok(())
 }

@@ -4,7 +4,8 @@
 # through nvme-cli (id-ctrl, id-ns, smart-log, get-feature print the same fields), then fio's
 # io_uring_cmd engine (cmd_type=nvme, verify=crc32c, fixedbufs=0/1, QD1/QD32, 4K..128K) runs on
 # both drivers' namespace devices, and bad commands (unknown opcode, wrong nsid, huge length,
-# unprivileged caller) get the same errors from both while the device keeps working.
+# unprivileged caller) get the same errors from both while the device keeps working; a user
+# command's data pointer takes the form the C driver gives it (an SGL on QEMU's controller).
 . /lib/rnvme/lib.sh
 
 ko=/lib/modules/extra/rnvme.ko
@@ -127,6 +128,28 @@ if command -v passthru-probe >/dev/null; then
         pass "passthru-probe-complete" || fail "passthru-probe-complete (exit $_rs/$_cs)"
 else
     fail "passthru-probe (helper not in the initramfs)"
+fi
+# The form of a user command's data pointer, `nvme_map_data()`'s choice (nvme::SglPolicy::layout;
+# debugfs prp counters sgl_simple, sgl_lists, prp_lists): with SGLs (QEMU's controller has them)
+# a 16 KiB read is one SGL command whatever pages nvme-cli's buffer got (one descriptor for one
+# physical segment, a list for more) and never a PRP list; without SGLs it needs a PRP list.
+grep -q " /sys/kernel/debug " /proc/mounts || mount -t debugfs none /sys/kernel/debug
+pstats=/sys/kernel/debug/rnvme/rnvme$ri/prp
+pc() { sed -n "s/^$1 //p" "$pstats"; }
+if [ -r "$pstats" ] && [ -n "$(pc sgl_simple)" ]; then
+    _sgls=$(nvme id-ctrl "$rctrl" | sed -n 's/^sgls *: *//p')
+    _s0=$(( $(pc sgl_simple) + $(pc sgl_lists) )); _p0=$(pc prp_lists)
+    nvme io-passthru "$rns" -o 2 -n 1 -l 16384 -r --cdw12=31 > /dev/null 2>&1; _st=$?
+    _s=$(( $(pc sgl_simple) + $(pc sgl_lists) - _s0 )); _p=$(( $(pc prp_lists) - _p0 ))
+    echo "  16 KiB user read: sgls=$_sgls, status $_st, SGL commands +$_s, PRP lists +$_p"
+    case "$_sgls" in
+        0|0x0) _want="0 1" ;;
+        *) _want="1 0" ;;
+    esac
+    [ "$_st" = 0 ] && [ "$_s $_p" = "$_want" ] && pass "passthru-data-layout (sgls=$_sgls)" ||
+        fail "passthru-data-layout (sgls=$_sgls: status $_st, SGL +$_s, PRP lists +$_p, want $_want)"
+else
+    fail "passthru-data-layout ($pstats without sgl counters)"
 fi
 # io_uring commands whose answers the C driver's ABI fixes (uring-probe.c): an admin command on
 # a namespace's device and an I/O command on the controller's (ENOTTY), rings without 128-byte
