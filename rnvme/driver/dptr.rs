@@ -241,8 +241,28 @@ pub(crate) fn layout_of(
 /// do. A simple layout given other than one segment is built as the general one of its kind.
 /// A single segment that the PRP rules refuse (not dword aligned) is built by [`build`], which
 /// refuses it too (`EINVAL`): the C driver would hand such a PRP1 to the controller.
-#[inline]
+///
+/// Inline: PRP1/PRP2 of one segment (most small I/O) is a few instructions in the caller; the
+/// other forms are built out of line.
+#[inline(always)]
 pub(crate) fn build_layout(
+    layout: DataLayout,
+    segs: &[MappedSegment],
+    pool: &Arc<DmaPool>,
+    stats: &Arc<PrpStats>,
+    lists: &mut Option<ListPages>,
+) -> Result<DataPointer> {
+    if let (DataLayout::PrpSimple, [one]) = (layout, segs) {
+        if let Some((prp1, prp2)) = nvme::prp_simple(DmaSegment::new(one.addr, one.len)) {
+            return Ok(DataPointer::prp(prp1, prp2));
+        }
+    }
+    build_other(layout, segs, pool, stats, lists)
+}
+
+/// [`build_layout`] for every form but PRP1/PRP2 of one segment.
+#[inline(never)]
+fn build_other(
     layout: DataLayout,
     segs: &[MappedSegment],
     pool: &Arc<DmaPool>,
