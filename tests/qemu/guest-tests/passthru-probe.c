@@ -24,7 +24,9 @@ static void report(const char *name, long ret)
 	printf("%s %ld\n", name, ret < 0 ? -(long)errno : ret);
 }
 
-static long io64(uint8_t opcode, uint32_t nsid, uint64_t addr, uint32_t len, uint32_t nlb)
+/* An I/O command with data at `addr` and NLB (0-based) `nlb` at LBA `slba`. */
+static long io64_lba(uint8_t opcode, uint32_t nsid, uint64_t slba, uint64_t addr, uint32_t len,
+		     uint32_t nlb)
 {
 	struct nvme_passthru_cmd64 c;
 
@@ -33,24 +35,21 @@ static long io64(uint8_t opcode, uint32_t nsid, uint64_t addr, uint32_t len, uin
 	c.nsid = nsid;
 	c.addr = addr;
 	c.data_len = len;
+	c.cdw10 = (uint32_t)slba;
+	c.cdw11 = (uint32_t)(slba >> 32);
 	c.cdw12 = nlb;
 	return ioctl(fd, NVME_IOCTL_IO64_CMD, &c);
+}
+
+static long io64(uint8_t opcode, uint32_t nsid, uint64_t addr, uint32_t len, uint32_t nlb)
+{
+	return io64_lba(opcode, nsid, 0, addr, len, nlb);
 }
 
 /* A Read (2) or Write (1) of `len` bytes at namespace byte `at`, in 512-byte blocks. */
 static long io64_at(uint8_t opcode, uint32_t nsid, uint64_t at, uint64_t addr, uint32_t len)
 {
-	struct nvme_passthru_cmd64 c;
-
-	memset(&c, 0, sizeof(c));
-	c.opcode = opcode;
-	c.nsid = nsid;
-	c.addr = addr;
-	c.data_len = len;
-	c.cdw10 = (uint32_t)(at / 512);
-	c.cdw11 = (uint32_t)(at / 512 >> 32);
-	c.cdw12 = len / 512 - 1;
-	return ioctl(fd, NVME_IOCTL_IO64_CMD, &c);
+	return io64_lba(opcode, nsid, at / 512, addr, len, len / 512 - 1);
 }
 
 static long admin(uint8_t opcode, uint32_t cdw10, uint64_t addr, uint32_t len)
