@@ -236,14 +236,10 @@ pub(crate) fn layout_of(
     policy.layout(single, u64::from(bytes), nseg)
 }
 
-/// Builds the data pointer of `segs` in the form `layout` (`nvme::SglPolicy::layout`); list
-/// pages, if needed, come from `pool` and are stored in `lists`, as [`build`] and [`build_sgl`]
-/// do. A simple layout given other than one segment is built as the general one of its kind.
-/// A single segment that the PRP rules refuse (not dword aligned) is built by [`build`], which
-/// refuses it too (`EINVAL`): the C driver would hand such a PRP1 to the controller.
-///
-/// Inline: PRP1/PRP2 of one segment (most small I/O) is a few instructions in the caller; the
-/// other forms are built out of line.
+/// Builds the data pointer of `segs` in the form `layout` (`nvme::SglPolicy::layout`) with
+/// [`build`] or [`build_sgl`]. A simple layout given other than one segment is built as the
+/// general one of its kind. A single segment that the PRP rules refuse (not dword aligned) is
+/// refused by [`build`] (`EINVAL`): the C driver would hand such a PRP1 to the controller.
 #[inline(always)]
 pub(crate) fn build_layout(
     layout: DataLayout,
@@ -252,35 +248,9 @@ pub(crate) fn build_layout(
     stats: &Arc<PrpStats>,
     lists: &mut Option<ListPages>,
 ) -> Result<DataPointer> {
-    if let (DataLayout::PrpSimple, [one]) = (layout, segs) {
-        if let Some((prp1, prp2)) = nvme::prp_simple(DmaSegment::new(one.addr, one.len)) {
-            return Ok(DataPointer::prp(prp1, prp2));
-        }
-    }
-    build_other(layout, segs, pool, stats, lists)
-}
-
-/// [`build_layout`] for every form but PRP1/PRP2 of one segment.
-#[inline(never)]
-fn build_other(
-    layout: DataLayout,
-    segs: &[MappedSegment],
-    pool: &Arc<DmaPool>,
-    stats: &Arc<PrpStats>,
-    lists: &mut Option<ListPages>,
-) -> Result<DataPointer> {
-    match (layout, segs) {
-        (DataLayout::PrpSimple | DataLayout::Prps, _) => build(segs, pool, stats, lists),
-        (DataLayout::SglSimple | DataLayout::Sgls, _) => {
-            let dp = build_sgl(segs, pool, lists)?;
-            let c = if segs.len() == 1 {
-                Counter::SglSimple
-            } else {
-                Counter::SglLists
-            };
-            stats.add(c, 1);
-            Ok(dp)
-        }
+    match layout {
+        DataLayout::PrpSimple | DataLayout::Prps => build(segs, pool, stats, lists),
+        DataLayout::SglSimple | DataLayout::Sgls => build_sgl(segs, pool, stats, lists),
     }
 }
 
@@ -291,7 +261,7 @@ fn build_other(
 ///
 /// Inline: the common case, one segment in at most two controller pages, is a few
 /// instructions in the caller; everything else is [`build_list`]'s, out of line.
-#[inline]
+#[inline(always)]
 pub(crate) fn build(
     segs: &[MappedSegment],
     pool: &Arc<DmaPool>,
@@ -361,15 +331,21 @@ fn build_list(
 }
 
 /// Builds the SGL of `segs`; a descriptor list page, if needed, comes from `pool` and is
-/// stored in `lists` (it must stay allocated until the command completes).
+/// stored in `lists` (it must stay allocated until the command completes). Counted in `stats`
+/// (`sgl_simple` for one descriptor, `sgl_lists` for a list).
+#[inline(never)]
 pub(crate) fn build_sgl(
     segs: &[MappedSegment],
     pool: &Arc<DmaPool>,
+    stats: &Arc<PrpStats>,
     lists: &mut Option<ListPages>,
 ) -> Result<DataPointer> {
-    match segs {
-        [] => Err(EINVAL),
-        [one] => Ok(SglDescriptor::data_block(one.addr, one.len).into()),
+    let (dp, counter) = match segs {
+        [] => return Err(EINVAL),
+        [one] => (
+            SglDescriptor::data_block(one.addr, one.len),
+            Counter::SglSimple,
+        ),
         many => {
             if many.len() > NVME_CTRL_PAGE_SIZE as usize / 16 {
                 return Err(EINVAL);
@@ -383,7 +359,9 @@ pub(crate) fn build_sgl(
             let len = u32::try_from(many.len() * 16).map_err(|_| EINVAL)?;
             let dma = list.dma_handle();
             *lists = Some(ListPages::one(list));
-            Ok(SglDescriptor::last_segment(dma, len).into())
+            (SglDescriptor::last_segment(dma, len), Counter::SglLists)
         }
-    }
+    };
+    stats.add(counter, 1);
+    Ok(dp.into())
 }
