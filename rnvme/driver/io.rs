@@ -690,7 +690,8 @@ impl Operations for IoOps {
         hctx: &HwQueue<'_, Self>,
         batch: Option<&mut CompBatch<'_>>,
     ) -> u32 {
-        Self::process(data, hctx_idx, |tag| hctx.tag_to_rq(tag), batch, None)
+        let tags = hctx.hw_tags();
+        Self::process(data, hctx_idx, |tag| tags.tag_to_rq(tag), batch, None)
     }
 }
 

@@ -76,13 +76,18 @@ pub fn accept_completion<const N: usize>(
 /// command id is checked against a [`SharedCidTable`] and the SQ head against `head` and the
 /// `tail` the submitters last published (read after the entry). Returns the tag.
 ///
-/// The command id is marked idle last, in one compare-and-swap; if a cancellation (timeout or
-/// reset) took the command between the check and that swap, the completion is refused as
-/// [`ReapError::Cid`] after the SQ head moved (the device did consume the entry).
+/// The SQ head is checked first; the command id is then resolved and marked idle in one
+/// compare-and-swap, which checks it as it swaps; the head is recorded last. So an entry is
+/// applied whole or not at all, also when a cancellation (timeout or reset) takes its command
+/// at the same moment: the swap then fails, and the completion is refused as
+/// [`ReapError::Cid`] with the head where it was (the next completion brings the device's
+/// head). The table entry is read once, by the swap, as the C driver reads the command's
+/// generation once (`nvme_find_rq()`).
 ///
 /// # Errors
 ///
-/// A [`ReapError`]; unless the race above, `head` and `cids` are then unchanged.
+/// A [`ReapError`], [`ReapError::Cid`] when both fields are bad (as [`accept_completion`]);
+/// `head` and `cids` are then unchanged.
 ///
 /// # Examples
 ///
@@ -95,19 +100,41 @@ pub fn accept_completion<const N: usize>(
 /// // Tail 1 published: an SQ head of 5 is dropped whole, the command stays in flight.
 /// assert!(matches!(accept_shared(&mut head, 1, &cids, &c(cid, 5)), Err(ReapError::SqHead(_))));
 /// assert!(cids.is_in_flight(3));
+/// // A cancelled command's completion is dropped whole too: the head stays at 0.
+/// assert!(cids.cancel(3));
+/// assert!(matches!(accept_shared(&mut head, 1, &cids, &c(cid, 1)), Err(ReapError::Cid(_))));
+/// assert_eq!(head.head(), 0);
+/// let cid = cids.start(3).unwrap();
 /// assert_eq!(accept_shared(&mut head, 1, &cids, &c(cid, 1)), Ok(3));
 /// assert_eq!(head.head(), 1);
 /// assert!(matches!(accept_shared(&mut head, 1, &cids, &c(cid, 1)), Err(ReapError::Cid(_))));
 /// # Ok::<(), nvme::SqError>(())
 /// ```
-#[inline]
+// Always inline: it runs once per completion, inside the interrupt handler's loop (out of line,
+// the call cost more than the table read it saves).
+#[inline(always)]
 pub fn accept_shared<const N: usize>(
     head: &mut SqHead,
     tail: u16,
     cids: &SharedCidTable<N>,
     c: &Completion,
 ) -> Result<u16, ReapError> {
-    cids.check(c.cid).map_err(ReapError::Cid)?;
-    head.update(c.sq_head, tail).map_err(ReapError::SqHead)?;
-    cids.complete(c.cid).map_err(ReapError::Cid)
+    let accepted = match head.accept(c.sq_head, tail) {
+        Ok(a) => a,
+        Err(e) => return Err(bad_head(e, cids, c.cid)),
+    };
+    let tag = cids.complete(c.cid).map_err(ReapError::Cid)?;
+    head.apply(accepted);
+    Ok(tag)
+}
+
+/// The error of an entry whose SQ head is bad (`e`): its command id's error if that is bad
+/// too, as [`accept_completion`] reports it.
+#[cold]
+#[inline(never)]
+fn bad_head<const N: usize>(e: SqError, cids: &SharedCidTable<N>, cid: u16) -> ReapError {
+    match cids.check(cid) {
+        Err(c) => ReapError::Cid(c),
+        Ok(_) => ReapError::SqHead(e),
+    }
 }

@@ -344,8 +344,28 @@ impl SqHead {
         Ok(())
     }
 
+    /// [`SqHead::check`], returning the accepted head for [`SqHead::apply`]: a caller that
+    /// must do something else between the check and the update (take the command id) does not
+    /// check twice.
+    #[inline]
+    pub(crate) fn accept(&self, head: u16, tail: u16) -> Result<AcceptedHead, SqError> {
+        self.check(head, tail)?;
+        Ok(AcceptedHead(head))
+    }
+
+    /// Records a head [`SqHead::accept`] accepted from this `SqHead`, unchanged since.
+    #[inline]
+    pub(crate) fn apply(&mut self, head: AcceptedHead) {
+        // INVARIANT: `accept` checked head < depth.
+        self.head = head.0;
+    }
+
     /// Back to 0 (the queue was reset).
     pub fn reset(&mut self) {
         self.head = 0;
     }
 }
+
+/// An SQ head [`SqHead::accept`] checked, not yet recorded.
+#[must_use]
+pub(crate) struct AcceptedHead(u16);

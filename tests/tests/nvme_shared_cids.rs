@@ -156,11 +156,15 @@ proptest! {
 
     /// `SqHead` accepts a completion's SQ head iff it lies in the window from the last head to
     /// the published tail (counted modulo the depth here), and a refused one leaves it as it
-    /// was; `accept_shared` refuses an entry whole if either field is bad.
+    /// was; `accept_shared` refuses an entry whole if either field is bad, including the
+    /// completion of a command a timeout or reset cancelled (its id was real).
     #[test]
     fn shared_accept_validates_both_fields(
         depth in 2u32..64,
-        steps in prop::collection::vec((0u32..64, any::<u16>(), any::<bool>(), any::<bool>()), 1..100),
+        steps in prop::collection::vec(
+            (0u32..64, any::<u16>(), any::<bool>(), any::<bool>(), 0u8..8),
+            1..100,
+        ),
     ) {
         let tags = depth as usize - 1;
         let mut head = SqHead::new(depth).unwrap();
@@ -168,7 +172,9 @@ proptest! {
         // Model: entries pushed and consumed as running counters; tag -> cid in flight.
         let (mut pushed, mut consumed) = (0u64, 0u64);
         let mut flying: Vec<(u16, u16)> = Vec::new();
-        for (n, raw, real, good_head) in steps {
+        // Ids of commands cancelled (as `nvme_cancel_request()`), whose completions may come.
+        let mut cancelled: Vec<u16> = Vec::new();
+        for (n, raw, real, good_head, cancel) in steps {
             // Start up to `n` commands while the ring has room.
             for _ in 0..n {
                 if pushed - consumed >= u64::from(depth - 1) || flying.len() >= tags {
@@ -179,8 +185,15 @@ proptest! {
                 flying.push((tag, cid));
                 pushed += 1;
             }
+            if cancel == 0 && !flying.is_empty() {
+                let (tag, cid) = flying.remove(usize::from(raw) % flying.len());
+                prop_assert!(cids.cancel(tag));
+                cancelled.push(cid);
+            }
             let tail = (pushed % u64::from(depth)) as u16;
-            let cid = if real && !flying.is_empty() {
+            let cid = if real && cancel == 1 && !cancelled.is_empty() {
+                cancelled[usize::from(raw) % cancelled.len()]
+            } else if real && !flying.is_empty() {
                 flying[usize::from(raw) % flying.len()].1
             } else {
                 raw

@@ -28,4 +28,4 @@ pub use gen_disk::{GenDisk, NsAttrs, QueueLimits};
 pub use operations::{Operations, TimeoutAction};
 pub use request::{Op, OwnedRequest, Request};
 pub use rq_list::RqList;
-pub use tag_set::{HwQueue, QueueMap, TagSet, TagSetRef};
+pub use tag_set::{HwQueue, HwTags, QueueMap, TagSet, TagSetRef};

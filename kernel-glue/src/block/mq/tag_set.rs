@@ -191,9 +191,14 @@ impl<T: Operations> TagSet<T> {
     /// The request may be idle or belong to another submission than the caller expects: the
     /// caller checks (e.g. a command id generation in [`Operations::Shared`]).
     pub fn tag_to_rq(&self, hctx_idx: u32, tag: u32) -> Option<&Request<T>> {
-        // SAFETY: `self.raw()` is our live tag set (type invariant), alive while `self` is
-        // borrowed.
-        unsafe { TagSetRef::from_raw(self.raw()) }?.tag_to_rq(hctx_idx, tag)
+        self.hw_tags(hctx_idx).tag_to_rq(tag)
+    }
+
+    /// The requests of hardware queue `hctx_idx` by tag, looked up once for a run of lookups
+    /// (a drain of its completion queue); empty if the queue has no tag map.
+    #[inline]
+    pub fn hw_tags(&self, hctx_idx: u32) -> HwTags<'_, T> {
+        self.set_ref().hw_tags(hctx_idx)
     }
 }
 
@@ -247,16 +252,87 @@ impl<'a, T: Operations> TagSetRef<'a, T> {
     /// The request holding `tag` on hardware queue `hctx_idx`, if any (as
     /// [`TagSet::tag_to_rq`]).
     pub fn tag_to_rq(&self, hctx_idx: u32, tag: u32) -> Option<&'a Request<T>> {
+        self.hw_tags(hctx_idx).tag_to_rq(tag)
+    }
+
+    /// The requests of hardware queue `hctx_idx` by tag (as [`TagSet::hw_tags`]).
+    #[inline]
+    pub fn hw_tags(&self, hctx_idx: u32) -> HwTags<'a, T> {
         let raw = self.set.as_ptr();
         // SAFETY: live tag set (type invariant); `tags` has `nr_hw_queues` entries.
         let tags = unsafe {
             if hctx_idx >= (*raw).nr_hw_queues || (*raw).tags.is_null() {
-                return None;
+                return HwTags::EMPTY;
             }
             *(*raw).tags.add(hctx_idx as usize)
         };
-        // SAFETY: `tags`, when not null, is a live tag map of this set.
-        let rq = unsafe { rq_of_tag(tags, tag) }?;
+        // SAFETY: `tags`, when not null, is a live tag map of this set, alive for `'a`.
+        unsafe { HwTags::from_raw(tags) }
+    }
+}
+
+/// The requests of one hardware queue by tag: its tag map's request table (`tags->rqs`),
+/// read once for a run of lookups where the C driver reads `set->tags[i]` for each completion
+/// (`nvme_queue_tagset()`, `blk_mq_tag_to_rq()`).
+///
+/// # Invariants
+///
+/// `rqs` is null (`nr_tags` then 0) or the request table of a live tag map of a
+/// [`TagSet<T>`] alive for `'a`, with `nr_tags` entries.
+pub struct HwTags<'a, T: Operations> {
+    rqs: *mut *mut bindings::request,
+    nr_tags: u32,
+    _p: PhantomData<&'a T>,
+}
+
+impl<T: Operations> core::fmt::Debug for HwTags<'_, T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("HwTags")
+            .field("nr_tags", &self.nr_tags)
+            .finish()
+    }
+}
+
+impl<'a, T: Operations> HwTags<'a, T> {
+    /// No requests.
+    // INVARIANT: null table, no tags.
+    const EMPTY: Self = Self {
+        rqs: core::ptr::null_mut(),
+        nr_tags: 0,
+        _p: PhantomData,
+    };
+
+    /// The request table of `tags`; empty if `tags` or its table is null.
+    ///
+    /// # Safety
+    ///
+    /// `tags` is null or a live tag map of a [`TagSet<T>`] alive for `'a`.
+    #[inline]
+    unsafe fn from_raw(tags: *mut bindings::blk_mq_tags) -> Self {
+        // SAFETY: `tags` is null or live (the function contract).
+        match unsafe { tags.as_ref() } {
+            // INVARIANT: a live tag map's table has `nr_tags` entries (`blk_mq_alloc_rq_map()`).
+            Some(t) if !t.rqs.is_null() => Self {
+                rqs: t.rqs,
+                nr_tags: t.nr_tags,
+                _p: PhantomData,
+            },
+            _ => Self::EMPTY,
+        }
+    }
+
+    /// The request holding `tag`, if any: `blk_mq_tag_to_rq()` (`include/linux/blk-mq.h`), an
+    /// inline function in C, written here so the completion path makes no call per
+    /// completion. As for [`TagSet::tag_to_rq`], the caller checks that it is the submission
+    /// it expects.
+    #[inline]
+    pub fn tag_to_rq(&self, tag: u32) -> Option<&'a Request<T>> {
+        if tag >= self.nr_tags {
+            return None;
+        }
+        // SAFETY: `rqs` has `nr_tags` entries (type invariant; not null since `nr_tags` > 0)
+        // and `tag` is below that.
+        let rq = NonNull::new(unsafe { *self.rqs.add(tag as usize) })?;
         // SAFETY: requests of a tag map live as long as the tag set, alive for `'a`.
         Some(unsafe { Request::from_raw(rq.as_ptr()) })
     }
@@ -295,33 +371,18 @@ impl<'a, T: Operations> HwQueue<'a, T> {
     /// The request holding driver tag `tag` on this hardware queue, if any (see
     /// [`TagSet::tag_to_rq`] for what the caller must check).
     pub fn tag_to_rq(&self, tag: u32) -> Option<&'a Request<T>> {
+        self.hw_tags().tag_to_rq(tag)
+    }
+
+    /// The requests of this hardware queue by tag, looked up once for a run of lookups.
+    #[inline]
+    pub fn hw_tags(&self) -> HwTags<'a, T> {
         // SAFETY: live hctx (type invariant); `tags` is its driver tag map.
         let tags = unsafe { (*self.hctx.as_ptr()).tags };
-        // SAFETY: `tags`, when not null, is a live tag map.
-        let rq = unsafe { rq_of_tag(tags, tag) }?;
-        // SAFETY: requests of the tag map live as long as the tag set, so for `'a`.
-        Some(unsafe { Request::from_raw(rq.as_ptr()) })
+        // SAFETY: `tags`, when not null, is a live tag map of a tag set of `T` alive for `'a`
+        // (its requests live as long as the tag set).
+        unsafe { HwTags::from_raw(tags) }
     }
-}
-
-/// The request `tags` holds for `tag`, if any: `blk_mq_tag_to_rq()` (`include/linux/blk-mq.h`),
-/// an inline function in C, written here so the completion path makes no call per completion.
-///
-/// # Safety
-///
-/// `tags` is null or a live `struct blk_mq_tags` (its `rqs` table has `nr_tags` entries).
-#[inline]
-unsafe fn rq_of_tag(
-    tags: *mut bindings::blk_mq_tags,
-    tag: u32,
-) -> Option<NonNull<bindings::request>> {
-    // SAFETY: `tags` is null or live (the function contract).
-    let t = unsafe { tags.as_ref() }?;
-    if tag >= t.nr_tags || t.rqs.is_null() {
-        return None;
-    }
-    // SAFETY: `rqs` has `nr_tags` entries and `tag` is below that.
-    NonNull::new(unsafe { *t.rqs.add(tag as usize) })
 }
 
 impl<T: Operations> Drop for TagSet<T> {
