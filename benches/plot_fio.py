@@ -48,6 +48,12 @@ T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2
         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
 
 
+def t975(n):
+    """Student's t at 97.5% for a mean of n samples (n - 1 degrees of freedom; 1.960 beyond
+    the table)."""
+    return T975[n - 2] if n - 1 <= len(T975) else 1.960
+
+
 def paired_ci(ratios):
     """Geometric mean of per-round paired ratios and its 95% confidence interval (Student's t
     on the logarithms: the rounds are the independent samples, each one a pair of devices run
@@ -57,7 +63,7 @@ def paired_ci(ratios):
     if n < 2:
         return None
     mean = statistics.fmean(logs)
-    half = (T975[n - 2] if n - 1 <= len(T975) else 1.960) * statistics.stdev(logs) / math.sqrt(n)
+    half = t975(n) * statistics.stdev(logs) / math.sqrt(n)
     return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
 

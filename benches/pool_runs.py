@@ -33,7 +33,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot_fio import T975, paired_ci, read_csv  # noqa: E402
+from plot_fio import paired_ci, read_csv, t975  # noqa: E402
 
 
 def run_ratios(path, workloads=None):
@@ -64,8 +64,7 @@ def runs_to_resolve(means, effect=0.01):
         return None
     sd = statistics.stdev(math.log(m) for m in means)
     for r in range(2, 1001):
-        t = T975[r - 2] if r - 1 <= len(T975) else 1.960
-        if t * sd / math.sqrt(r) < math.log(1 + effect):
+        if t975(r) * sd / math.sqrt(r) < math.log(1 + effect):
             return r
     return 1001
 

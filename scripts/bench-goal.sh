@@ -3,7 +3,7 @@
 # controllers: 4k randread and 128k read, QD1 and QD32) measured in N runs, each run one
 # sample. Whole runs of the same driver code scatter by more than their own rounds' intervals
 # under TCG (BENCHMARKS.md, "What the goal-point runs can resolve"), so only many runs resolve a
-# difference of about 1%: 25-112 per point on the 2-core machine of BENCHMARKS.md.
+# difference of about 1%: 20-112 per point on the 2-core machine of BENCHMARKS.md.
 #
 #   scripts/bench-goal.sh [--runs N] [--sizes LIST] [--qd LIST] [--rounds-4k N]
 #                         [--rounds-128k N] [--secs N] [--ko FILE | --aa] [--out DIR]
@@ -59,20 +59,18 @@ fi
 
 IFS=, read -r -a size_list <<<"$sizes"
 IFS=, read -r -a qd_list <<<"$qd"
+# Each size's fio pattern and rounds, as the goal points define them.
+declare -A rw_of=([4k]=randread [128k]=read) rounds_of=([4k]=$rounds_4k [128k]=$rounds_128k)
 workloads=()
 for s in "${size_list[@]}"; do
-    case "$s" in
-        4k) rw=randread ;;
-        128k) rw=read ;;
-        *) die "--sizes: 4k or 128k, not '$s'" ;;
-    esac
-    for d in "${qd_list[@]}"; do workloads+=(--workload "$rw-$s-qd$d-io_uring"); done
+    [[ -n "${rw_of[$s]:-}" ]] || die "--sizes: 4k or 128k, not '$s'"
+    for d in "${qd_list[@]}"; do workloads+=(--workload "${rw_of[$s]}-$s-qd$d-io_uring"); done
 done
 
 failed=0
 for ((i = 1; i <= runs; i++)); do
     for s in "${size_list[@]}"; do
-        if [[ $s == 4k ]]; then rw=randread rounds=$rounds_4k; else rw=read rounds=$rounds_128k; fi
+        rw=${rw_of[$s]} rounds=${rounds_of[$s]}
         log "run $i of $runs: $s ($rw, QD $qd, $rounds rounds of ${secs}s)"
         "$RNVME_REPO/scripts/bench-fio.sh" --rw "$rw" --bs "$s" --qd "$qd" --engines io_uring \
             --devs rnvme,nvme --rounds "$rounds" --secs "$secs" --no-plot "${side[@]}" \

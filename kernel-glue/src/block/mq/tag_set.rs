@@ -191,14 +191,7 @@ impl<T: Operations> TagSet<T> {
     /// The request may be idle or belong to another submission than the caller expects: the
     /// caller checks (e.g. a command id generation in [`Operations::Shared`]).
     pub fn tag_to_rq(&self, hctx_idx: u32, tag: u32) -> Option<&Request<T>> {
-        self.hw_tags(hctx_idx).tag_to_rq(tag)
-    }
-
-    /// The requests of hardware queue `hctx_idx` by tag, looked up once for a run of lookups
-    /// (a drain of its completion queue); empty if the queue has no tag map.
-    #[inline]
-    pub fn hw_tags(&self, hctx_idx: u32) -> HwTags<'_, T> {
-        self.set_ref().hw_tags(hctx_idx)
+        self.set_ref().tag_to_rq(hctx_idx, tag)
     }
 }
 
@@ -252,22 +245,16 @@ impl<'a, T: Operations> TagSetRef<'a, T> {
     /// The request holding `tag` on hardware queue `hctx_idx`, if any (as
     /// [`TagSet::tag_to_rq`]).
     pub fn tag_to_rq(&self, hctx_idx: u32, tag: u32) -> Option<&'a Request<T>> {
-        self.hw_tags(hctx_idx).tag_to_rq(tag)
-    }
-
-    /// The requests of hardware queue `hctx_idx` by tag (as [`TagSet::hw_tags`]).
-    #[inline]
-    pub fn hw_tags(&self, hctx_idx: u32) -> HwTags<'a, T> {
         let raw = self.set.as_ptr();
         // SAFETY: live tag set (type invariant); `tags` has `nr_hw_queues` entries.
         let tags = unsafe {
             if hctx_idx >= (*raw).nr_hw_queues || (*raw).tags.is_null() {
-                return HwTags::EMPTY;
+                return None;
             }
             *(*raw).tags.add(hctx_idx as usize)
         };
         // SAFETY: `tags`, when not null, is a live tag map of this set, alive for `'a`.
-        unsafe { HwTags::from_raw(tags) }
+        unsafe { HwTags::from_raw(tags) }.tag_to_rq(tag)
     }
 }
 
