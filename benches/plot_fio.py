@@ -11,7 +11,7 @@
 Reads the guest's `fio-point` lines (one per run: workload, device, round, IOPS, KiB/s, I/Os,
 guest CPU ticks around the job) and writes, in DIR (suffix `-short` for the short form):
 
-* fio-matrix-runs.csv: one row per run;
+* fio-matrix-runs.csv: one row per run (with the controller, `ctrl`, the device's driver had);
 * fio-matrix.csv: one row per point and device: median/min/max IOPS over the rounds, median
   bandwidth, guest kernel CPU time per I/O (system+irq+softirq ticks of all CPUs during the job,
   in microseconds per I/O) and busy time per I/O (the same plus user), the ratio of the medians
@@ -99,6 +99,9 @@ def parse_log(path):
                 "irq_us_per_io": (round(int(kv["irq_ticks"]) * USER_HZ_US / ios, 2)
                                   if ios and "irq_ticks" in kv else ""),
                 "err": int(kv["err"]),
+                # The emulated controller the device's driver had in this round (runs before
+                # it was recorded: empty; they all had rnvme on rnvme-c).
+                "ctrl": kv.get("ctrl", ""),
             })
     return runs
 

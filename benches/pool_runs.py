@@ -19,6 +19,19 @@ second figure takes each run's geometric mean M as one sample and gives the inte
 K runs. With K = 1 there is no interval over runs ("n/a"). Rounds with an error (`err` not 0)
 or without both drivers are left out.
 
+When some round had rnvme on controller rnvme-b (a crossover run, `bench-fio.sh --legs cb`
+or `bc`), a second line per workload splits the rounds by the controller rnvme had:
+
+  position <wl>: rnvme on rnvme-c: Gc [..] (Nc rounds); on rnvme-b: Gb [..] (Nb rounds);
+  controller effect: E [LO-HI]
+
+E = sqrt(Gc / Gb) is how much faster a driver runs on rnvme-c than on rnvme-b (the A/A
+check's question, answered while both drivers run): a ratio measured with rnvme on rnvme-c
+alone is E times the balanced one. Its interval takes the two groups' rounds as independent
+(Student's t with the smaller group's degrees of freedom, on half the difference of the log
+means). Rounds without a recorded controller (runs before it was recorded) had rnvme on
+rnvme-c.
+
 R says what the runs can resolve: how many runs, scattering as these K do, it takes for the
 interval over runs to be narrower than 1% on either side (so that a true ratio of 1.01 or
 0.99 would, on average, be told from 1.00): the least R with t(R-1) * sd / sqrt(R) <
@@ -36,20 +49,39 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from plot_fio import paired_ci, read_csv, t975  # noqa: E402
 
 
-def run_ratios(path, workloads=None):
-    """workload -> the paired ratios rnvme/nvme of one run file, in round order."""
+def run_rounds(path, workloads=None):
+    """workload -> (ratio rnvme/nvme, controller rnvme had) per paired round of one run file,
+    in round order."""
     rounds = collections.defaultdict(dict)
+    ctrls = {}
     for r in read_csv(path):
         if workloads and r["workload"] not in workloads:
             continue
         if r.get("err", "0") not in ("0", ""):
             continue
-        rounds[(r["workload"], int(r["round"]))][r["dev"]] = float(r["iops"])
+        key = (r["workload"], int(r["round"]))
+        rounds[key][r["dev"]] = float(r["iops"])
+        if r["dev"] == "rnvme":
+            ctrls[key] = r.get("ctrl") or "rnvme-c"
     out = collections.defaultdict(list)
-    for (wl, _), devs in sorted(rounds.items()):
+    for key, devs in sorted(rounds.items()):
         if devs.get("rnvme") and devs.get("nvme"):
-            out[wl].append(devs["rnvme"] / devs["nvme"])
+            out[key[0]].append((devs["rnvme"] / devs["nvme"], ctrls[key]))
     return out
+
+
+def position(rounds):
+    """((Gc, lo, hi), Nc, (Gb, lo, hi), Nb, (E, lo, hi)) of (ratio, controller) rounds, None
+    unless both rnvme-c and rnvme-b have at least two rounds."""
+    by = {c: [math.log(x) for x, ctrl in rounds if ctrl == c] for c in ("rnvme-c", "rnvme-b")}
+    lc, lb = by["rnvme-c"], by["rnvme-b"]
+    if len(lc) < 2 or len(lb) < 2:
+        return None
+    half = (statistics.mean(lc) - statistics.mean(lb)) / 2
+    se = math.sqrt(statistics.variance(lc) / len(lc) + statistics.variance(lb) / len(lb)) / 2
+    h = t975(min(len(lc), len(lb))) * se
+    return (paired_ci([math.exp(x) for x in lc]), len(lc), paired_ci([math.exp(x) for x in lb]),
+            len(lb), (math.exp(half), math.exp(half - h), math.exp(half + h)))
 
 
 def gmean(xs):
@@ -79,17 +111,23 @@ def fmt_ci(ci):
 
 def pool(paths, workloads=None):
     """The output lines for `paths` (one run each)."""
-    per_run = [run_ratios(p, workloads) for p in paths]
+    per_run_rounds = [run_rounds(p, workloads) for p in paths]
+    per_run = [{wl: [x for x, _ in rs] for wl, rs in run.items()} for run in per_run_rounds]
     names = sorted({wl for run in per_run for wl in run})
     lines = []
     for wl in names:
         runs = [run[wl] for run in per_run if run.get(wl)]
         rounds = [x for run in runs for x in run]
+        pos = position([x for run in per_run_rounds for x in run.get(wl, [])])
         means = [gmean(run) for run in runs]
         lines.append("pool %s: rounds %d: %s; runs %d: %s; over runs: %s; runs to resolve 1%%: %s"
                      % (wl, len(rounds), fmt_ci(paired_ci(rounds)), len(runs),
                         " ".join("%.3f" % m for m in means), fmt_ci(paired_ci(means)),
                         fmt_runs(runs_to_resolve(means))))
+        if pos:
+            lines.append("position %s: rnvme on rnvme-c: %s (%d rounds); on rnvme-b: %s "
+                         "(%d rounds); controller effect: %s"
+                         % (wl, fmt_ci(pos[0]), pos[1], fmt_ci(pos[2]), pos[3], fmt_ci(pos[4])))
     return lines
 
 
@@ -107,6 +145,15 @@ def self_test():
     logs 0 and ln1.02 = 0.019803, sd 0.014003; 10 runs give 2.262 * 0.014003 / sqrt(10) =
     0.010016, not below ln 1.01 = 0.009950, 11 runs 2.228 * 0.014003 / sqrt(11) = 0.009407:
     11.
+
+    Run C, a crossover of workload x, rnvme on rnvme-c in rounds 0 and 1 (1.1, 1.3) and on
+    rnvme-b in rounds 2 and 3 (0.9, 1.0). All four: logs 0.095310, 0.262364, -0.105361, 0;
+    mean 0.063078, sd 0.156103, half 3.182 * 0.156103 / 2 = 0.248360: 1.065 [0.831-1.365].
+    On rnvme-c: mean 0.178837, sd 0.118125, half 12.706 * 0.118125 / sqrt(2) = 1.061295:
+    1.196 [0.414-3.456]; on rnvme-b: mean -0.052680, sd 0.074501, half 0.669355: 0.949
+    [0.486-1.853]. The effect: half the difference of the means, 0.115759; its standard error
+    sqrt(0.013954 / 2 + 0.005550 / 2) / 2 = 0.049376, times 12.706 = 0.627372: exp(0.115759)
+    = 1.123 [exp(-0.511613) = 0.600 - exp(0.743131) = 2.103].
     """
     hdr = "workload,dev,round,iops,err\n"
     a = hdr + "".join("w,rnvme,%d,%d,0\nw,nvme,%d,1000,0\n" % (i, x, i)
@@ -116,6 +163,11 @@ def self_test():
          "w,rnvme,2,1000,5\nw,nvme,2,1000,0\nw,rnvme,3,1000,0\n"
          "v,rnvme,0,900,0\nv,nvme,0,1000,0\nv,rnvme,1,1100,0\nv,nvme,1,1000,0\n"
          "u,rnvme,0,1020,0\nu,nvme,0,1000,0\n")
+    c = "workload,dev,round,iops,err,ctrl\n" + "".join(
+        "x,rnvme,%d,%d,0,%s\nx,nvme,%d,1000,0,%s\n" % (i, x, rc, i, cc)
+        for i, (x, rc, cc) in enumerate((
+            (1100, "rnvme-c", "rnvme-b"), (1300, "rnvme-c", "rnvme-b"),
+            (900, "rnvme-b", "rnvme-c"), (1000, "rnvme-b", "rnvme-c"))))
     want = [
         # u: two runs of one round each, so rounds and runs give the same interval: mean log
         # 0.009901, half 12.706 * 0.014003 / sqrt(2) = 0.125806: exp(0.009901) = 1.010
@@ -129,16 +181,20 @@ def self_test():
         "runs to resolve 1%: n/a",
         "pool w: rounds 5: 1.320 [0.611-2.849]; runs 2: 1.000 2.000; over runs: 1.414 "
         "[0.017-115.600]; runs to resolve 1%: >1000",
+        "pool x: rounds 4: 1.065 [0.831-1.365]; runs 1: 1.065; over runs: n/a; "
+        "runs to resolve 1%: n/a",
+        "position x: rnvme on rnvme-c: 1.196 [0.414-3.456] (2 rounds); on rnvme-b: 0.949 "
+        "[0.486-1.853] (2 rounds); controller effect: 1.123 [0.600-2.103]",
     ]
     with tempfile.TemporaryDirectory() as tmp:
         paths = []
-        for name, text in (("a.csv", a), ("b.csv", b)):
+        for name, text in (("a.csv", a), ("b.csv", b), ("c.csv", c)):
             paths.append(os.path.join(tmp, name))
             with open(paths[-1], "w") as f:
                 f.write(text)
         got = pool(paths)
         only_w = pool(paths, {"w"})
-    ok = got == want and only_w == want[2:]
+    ok = got == want and only_w == want[2:3]
     for line in got:
         print("  " + line)
     print("pool_runs selftest: %s" % ("ok" if ok else "FAIL, want:\n  " + "\n  ".join(want)))

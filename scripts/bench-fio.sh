@@ -7,6 +7,7 @@
 #   scripts/bench-fio.sh [--short] [--secs N] [--rounds N] [--bs LIST] [--rw LIST] [--qd LIST]
 #                        [--engines LIST] [--devs LIST] [--nvme-param P] [--rnvme-param P]
 #                        [--ko FILE | --aa] [--out DIR] [--no-plot] [--trace] [--smp N] [--iommu]
+#                        [--legs c|b|cb|bc]
 #
 # Default: the long form (3 rounds of 1 s per point and device: 810 runs, 47 minutes under TCG
 # at host load 20 on 2 cores). --short: the CI form (the headline points, 1 round; about 3 minutes).
@@ -18,6 +19,10 @@
 # --nvme-param io_queue_depth=256). --aa: no rnvme.ko, the C driver on both controllers (an A/A
 # check that the two emulated controllers perform alike; the "rnvme" rows are then the C driver;
 # default DIR $RNVME_WORK/fio-aa, never benches/results/).
+# --legs: the emulated controller rnvme has in each leg of the run (the C driver has the other of
+# rnvme-b and rnvme-c; default c). cb or bc: a crossover, half of every point's rounds with each
+# arrangement, both controllers rebound between them, so a difference between the two
+# controllers cancels in the paired ratios (benches/pool_runs.py prints it per arrangement).
 # --smp N: the guest's CPUs (default 2, run-guest.sh's).
 # --iommu: QEMU's emulated IOMMU (run-guest.sh --iommu: q35, intel-iommu, intel_iommu=on), where
 # every per-I/O DMA mapping costs an IOVA and page-table writes (issue 8's second setting).
@@ -53,8 +58,9 @@ while (($#)); do
         --trace) trace=1; shift ;;
         --smp) smp=(--smp "$2"); shift 2 ;;
         --iommu) iommu=(--iommu); shift ;;
+        --legs) guest_args+=("rnvme_fio_legs=$2"); shift 2 ;;
         --main-loop-nice) main_nice="$2"; shift 2 ;;
-        -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
         *) die "unknown argument '$1'" ;;
     esac
 done

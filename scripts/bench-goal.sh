@@ -7,7 +7,7 @@
 #
 #   scripts/bench-goal.sh [--runs N] [--sizes LIST] [--qd LIST] [--rounds-4k N]
 #                         [--rounds-128k N] [--secs N] [--ko FILE | --aa] [--out DIR]
-#                         [--include RUNS.csv]...
+#                         [--crossover] [--include RUNS.csv]...
 #
 # Each run is one scripts/bench-fio.sh boot per block size (LIST: 4k, 128k; default both),
 # into DIR/<run>-<size>/. At the end benches/pool_runs.py pools every run in DIR with the
@@ -17,11 +17,17 @@
 # each (about 12.5 minutes per run of both sizes), DIR $RNVME_WORK/goal-<time>.
 # --ko FILE: a built rnvme.ko (default: built once now, and copied into DIR so every run uses
 # the same module). --aa: the C driver on both controllers (the method's A/A check).
+# --crossover: every run is a crossover (bench-fio.sh --legs): half of its rounds with rnvme on
+# controller rnvme-c, half on rnvme-b, the first half on rnvme-c in odd runs and on rnvme-b in
+# even ones, so a difference between the two emulated controllers cancels, and pool.txt also
+# has its size (pool_runs.py's `position` lines). Without it rnvme stays on rnvme-c, as in the
+# runs before 2026-12-01.
 # Exit 0 iff every run passed.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 runs=4 sizes=4k,128k qd=1,32 rounds_4k=48 rounds_128k=24 secs=2 ko="" aa=0 out="" includes=()
+cross=0
 while (($#)); do
     case "$1" in
         --runs) runs=$2; shift 2 ;;
@@ -32,9 +38,10 @@ while (($#)); do
         --secs) secs=$2; shift 2 ;;
         --ko) ko=$2; shift 2 ;;
         --aa) aa=1; shift ;;
+        --crossover) cross=1; shift ;;
         --out) out=$2; shift 2 ;;
         --include) includes+=("$2"); shift 2 ;;
-        -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
         *) die "unknown argument '$1'" ;;
     esac
 done
@@ -70,10 +77,12 @@ done
 failed=0
 for ((i = 1; i <= runs; i++)); do
     for s in "${size_list[@]}"; do
-        rw=${rw_of[$s]} rounds=${rounds_of[$s]}
-        log "run $i of $runs: $s ($rw, QD $qd, $rounds rounds of ${secs}s)"
+        rw=${rw_of[$s]} rounds=${rounds_of[$s]} legs=c
+        ((cross)) && legs=$( ((i % 2)) && echo cb || echo bc)
+        log "run $i of $runs: $s ($rw, QD $qd, $rounds rounds of ${secs}s, rnvme on $legs)"
         "$RNVME_REPO/scripts/bench-fio.sh" --rw "$rw" --bs "$s" --qd "$qd" --engines io_uring \
-            --devs rnvme,nvme --rounds "$rounds" --secs "$secs" --no-plot "${side[@]}" \
+            --devs rnvme,nvme --rounds "$rounds" --secs "$secs" --legs "$legs" --no-plot \
+            "${side[@]}" \
             --out "$out/$i-$s" >"$out/$i-$s.log" 2>&1 || {
             log "run $i $s FAILED (log $out/$i-$s.log)"
             failed=1
