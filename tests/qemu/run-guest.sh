@@ -44,7 +44,9 @@
 # QEMU's default), which the guest library (guest/lib.sh: nvme_ctrls, nvme_bind) reads.
 # Env: RNVME_KVM=1 to try KVM (-cpu $RNVME_KVM_CPU, default max); falls back to TCG if a
 #      paused probe VM fails (on the CI machines KVM is broken: -cpu max/host abort on an
-#      MSR write, -cpu kvm64 passes the probe but hangs, so the default stays TCG).
+#      MSR write; -cpu kvm64 and -cpu host,-arch-capabilities pass the probe, but the kernel's
+#      decompressor has not finished after 400 s, its RIP still moving (QEMU monitor), where
+#      TCG boots the whole kernel in 3 s; so the default stays TCG).
 #      RNVME_ICOUNT=N (TCG only) runs with `-icount shift=N`: the guest's clocks, TSC included,
 #      count executed instructions (2^N ns each), so time the driver measures with the TSC
 #      (e.g. its submit-path counters) is an instruction count, free of the host's load. One
