@@ -73,15 +73,16 @@ def run_rounds(path, workloads=None):
 def position(rounds):
     """((Gc, lo, hi), Nc, (Gb, lo, hi), Nb, (E, lo, hi)) of (ratio, controller) rounds, None
     unless both rnvme-c and rnvme-b have at least two rounds."""
-    by = {c: [math.log(x) for x, ctrl in rounds if ctrl == c] for c in ("rnvme-c", "rnvme-b")}
-    lc, lb = by["rnvme-c"], by["rnvme-b"]
-    if len(lc) < 2 or len(lb) < 2:
+    rc = [x for x, ctrl in rounds if ctrl == "rnvme-c"]
+    rb = [x for x, ctrl in rounds if ctrl == "rnvme-b"]
+    if len(rc) < 2 or len(rb) < 2:
         return None
+    lc, lb = [math.log(x) for x in rc], [math.log(x) for x in rb]
     half = (statistics.mean(lc) - statistics.mean(lb)) / 2
     se = math.sqrt(statistics.variance(lc) / len(lc) + statistics.variance(lb) / len(lb)) / 2
     h = t975(min(len(lc), len(lb))) * se
-    return (paired_ci([math.exp(x) for x in lc]), len(lc), paired_ci([math.exp(x) for x in lb]),
-            len(lb), (math.exp(half), math.exp(half - h), math.exp(half + h)))
+    return (paired_ci(rc), len(rc), paired_ci(rb), len(rb),
+            (math.exp(half), math.exp(half - h), math.exp(half + h)))
 
 
 def gmean(xs):

@@ -74,16 +74,17 @@ for s in "${size_list[@]}"; do
     for d in "${qd_list[@]}"; do workloads+=(--workload "${rw_of[$s]}-$s-qd$d-io_uring"); done
 done
 
+# --crossover: even runs start with rnvme on rnvme-b, odd ones on rnvme-c.
+cross_legs=(bc cb)
 failed=0
 for ((i = 1; i <= runs; i++)); do
     for s in "${size_list[@]}"; do
         rw=${rw_of[$s]} rounds=${rounds_of[$s]} legs=c
-        ((cross)) && legs=$( ((i % 2)) && echo cb || echo bc)
+        ((cross)) && legs=${cross_legs[i % 2]}
         log "run $i of $runs: $s ($rw, QD $qd, $rounds rounds of ${secs}s, rnvme on $legs)"
         "$RNVME_REPO/scripts/bench-fio.sh" --rw "$rw" --bs "$s" --qd "$qd" --engines io_uring \
             --devs rnvme,nvme --rounds "$rounds" --secs "$secs" --legs "$legs" --no-plot \
-            "${side[@]}" \
-            --out "$out/$i-$s" >"$out/$i-$s.log" 2>&1 || {
+            "${side[@]}" --out "$out/$i-$s" >"$out/$i-$s.log" 2>&1 || {
             log "run $i $s FAILED (log $out/$i-$s.log)"
             failed=1
         }

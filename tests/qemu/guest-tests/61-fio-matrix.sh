@@ -84,8 +84,7 @@ points() {
 # rnvme-c (PCI addresses b_b and b_c). Sets ctrl_r/ctrl_c and br/bc; fails when a bind fails.
 bind_leg() {
     ctrl_r=rnvme-$1
-    if [ "$1" = c ]; then ctrl_c=rnvme-b; else ctrl_c=rnvme-c; fi
-    if [ "$1" = c ]; then br=$b_c bc=$b_b; else br=$b_b bc=$b_c; fi
+    if [ "$1" = c ]; then ctrl_c=rnvme-b br=$b_c bc=$b_b; else ctrl_c=rnvme-c br=$b_b bc=$b_c; fi
     # The C driver's side first: when the two swap, its controller is the one rnvme had.
     nvme_bind "$bc" nvme && nvme_bind "$br" "$rdrv" || {
         fail "fio-matrix-bind-$1 (nvme on $ctrl_c, $rdrv on $ctrl_r)"
